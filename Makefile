@@ -1,0 +1,57 @@
+# pfslab: the front door. Every target is a thin call into scripts/; `make help` lists them.
+#
+#   make demo            first run on a fresh machine: deps, local lab, quick suite, verdict
+#   make test            the offline tests (pytest, bats, terraform, shellcheck)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+LAB ?= local
+MODE ?=
+REFRAME_ARGS ?=
+PYTHON := .venv/bin/python
+
+export PFSLAB_MODE := $(MODE)
+
+.PHONY: help deps lab-up lab-down lab-status bench demo test test-python test-bats test-terraform lint
+
+help: ## Show the targets and the variables they take
+	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
+	@echo
+	@grep -E '^[a-z][a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@echo
+	@echo "Variables: LAB=<lab> (default local; labs: $$(ls labs/*.yaml | xargs -n1 basename | sed 's/.yaml//' | tr '\n' ' '))"
+	@echo "           MODE=quick|full (default: the lab's), REFRAME_ARGS='-n IOR' (filters for make bench)"
+
+deps: ## Install system packages and the Python environment (.venv); idempotent
+	scripts/deps
+
+lab-up: ## Bring up (or repair) lab LAB and wait until it is healthy
+	scripts/lab up $(LAB)
+
+lab-down: ## Take the running lab down and prove nothing is left
+	scripts/lab down $(if $(filter command line,$(origin LAB)),$(LAB),)
+
+lab-status: ## Show the running lab's nodes, roles, health and mounts
+	scripts/lab status $(if $(filter command line,$(origin LAB)),$(LAB),)
+
+bench: ## Run the running lab's workloads with ReFrame; keep the run under build/runs/
+	scripts/bench $(REFRAME_ARGS)
+
+demo: ## deps, local lab up, quick suite, verdict table: the first command on a new machine
+	scripts/demo
+
+test: test-python test-bats test-terraform lint ## All offline tests: pytest, bats, terraform, shellcheck
+
+test-python: ## Unit tests of the kit's Python code (parsers, labs, workloads, verdicts)
+	$(PYTHON) -m pytest -q tests/unit
+
+test-bats: ## Shell tests of the scripts and roles (bats)
+	bats tests/bats
+
+test-terraform: ## terraform fmt -check, validate and test of every provider-free module and root
+	scripts/check-terraform
+
+lint: ## shellcheck every shell script; mypy the Python package
+	scripts/lint

@@ -1,0 +1,12 @@
+"""mdtest workloads: metadata rates for empty and small files and directory trees, over MPI."""
+
+import reframe as rfm
+from reframe.core.builtins import parameter
+
+from pfslab.rfm import WorkloadTest
+from pfslab.workloads import cases
+
+
+@rfm.simple_test
+class Mdtest(WorkloadTest):
+    case = parameter(cases("mdtest"), fmt=lambda c: c.name)

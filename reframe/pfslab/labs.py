@@ -1,0 +1,209 @@
+"""Lab files: find, load and validate ``labs/<name>.yaml``.
+
+A lab file is the single description of a lab; everything else (Terraform,
+roles, ReFrame, reports) reads it. Validation happens here, before anything
+runs, and every error is one line naming the file, the field and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pfslab import KIT_ROOT
+
+LABS_DIR: Path = KIT_ROOT / "labs"
+SCHEMA_PATH: Path = LABS_DIR / "schema.json"
+
+#: Roles a file system cannot do without, and the fewest nodes of each.
+REQUIRED_ROLES: dict[str, dict[str, int]] = {
+    "cephfs": {"ceph-mon": 1, "ceph-mgr": 1, "ceph-mds": 1, "ceph-osd": 1, "ceph-client": 1},
+    "beegfs": {"beegfs-mgmt": 1, "beegfs-meta": 1, "beegfs-storage": 1, "beegfs-client": 1},
+    "nfs": {"nfs-server": 1, "nfs-client": 1},
+    "gpfs": {"gpfs-nsd": 1, "gpfs-client": 1},
+}
+
+
+class LabError(ValueError):
+    """A lab is unknown or its file is invalid; the message is one line."""
+
+
+def lab_names(labs_dir: Path = LABS_DIR) -> list[str]:
+    """Names of the labs shipped in ``labs_dir``, sorted."""
+    return sorted(p.stem for p in labs_dir.glob("*.yaml"))
+
+
+def lab_path(name_or_path: str, labs_dir: Path = LABS_DIR) -> Path:
+    """Resolve a lab name (``local``) or a path to a lab file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
+        return candidate
+    path = labs_dir / f"{name_or_path}.yaml"
+    if path.is_file():
+        return path
+    known = ", ".join(lab_names(labs_dir)) or "none"
+    raise LabError(f"unknown lab {name_or_path!r}; labs that exist: {known}")
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return schema
+
+
+def _field_path(parts: list[str | int]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _schema_errors(data: Any) -> list[str]:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    messages: list[str] = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        where = list(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = sorted(error.schema.get("properties", {}))
+            extra = sorted(set(error.instance) - set(allowed))
+            for key in extra:
+                messages.append(
+                    f"{_field_path([*where, key])}: unknown field; allowed here: {', '.join(allowed)}"
+                )
+            continue
+        if error.validator == "enum":
+            choices = ", ".join(str(v) for v in error.validator_value)
+            messages.append(f"{_field_path(where)}: {error.instance!r} is not allowed; allowed: {choices}")
+            continue
+        messages.append(f"{_field_path(where)}: {error.message}")
+    return messages
+
+
+def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
+    """Rules JSON Schema cannot say: names match, roles suffice, ids are unique."""
+    errors: list[str] = []
+    if data.get("name") != stem:
+        errors.append(f"name: {data.get('name')!r} must equal the file name {stem!r}")
+    groups = data.get("node_groups", [])
+    names = [g["name"] for g in groups]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        errors.append(f"node_groups: group name {dup!r} is used twice")
+    fs_type = data.get("filesystem", {}).get("type")
+    counts: dict[str, int] = {}
+    for group in groups:
+        for role in group["roles"]:
+            counts[role] = counts.get(role, 0) + group["count"]
+    for role, fewest in REQUIRED_ROLES.get(fs_type, {}).items():
+        if counts.get(role, 0) < fewest:
+            errors.append(f"node_groups: a {fs_type} lab needs at least {fewest} node(s) with role {role}")
+    foreign = sorted(r for r in counts if fs_type and not _role_fits(r, fs_type))
+    for role in foreign:
+        errors.append(f"node_groups: role {role} does not belong to a {fs_type} lab")
+    ceph = data.get("filesystem", {}).get("ceph")
+    if fs_type == "cephfs" and ceph and ceph.get("failure_domain", "host") == "osd":
+        osds = _osd_count(groups)
+        if osds < ceph["pool_size"]:
+            errors.append(
+                f"filesystem.ceph.pool_size: {ceph['pool_size']} replicas need at least as many OSDs; the lab has {osds}"
+            )
+    ids = [w["id"] for w in data.get("workloads", [])]
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        errors.append(f"workloads: id {dup!r} is used twice")
+    try:
+        _check_subnet(data, groups)
+    except LabError as err:
+        errors.append(str(err))
+    return errors
+
+
+def _role_fits(role: str, fs_type: str) -> bool:
+    prefix = {"cephfs": "ceph-", "beegfs": "beegfs-", "nfs": "nfs-", "gpfs": "gpfs-"}[fs_type]
+    return role.startswith(prefix)
+
+
+def _osd_count(groups: list[dict[str, Any]]) -> int:
+    total = 0
+    for group in groups:
+        if "ceph-osd" in group["roles"]:
+            drives = [d for d in group.get("hardware", {}).get("drives", []) if d["use"] == "data"]
+            per_node = sum(d["count"] for d in drives) or 1
+            total += group["count"] * per_node
+    return total
+
+
+def _check_subnet(data: dict[str, Any], groups: list[dict[str, Any]]) -> None:
+    import ipaddress
+
+    subnet = data.get("network", {}).get("subnet")
+    if not isinstance(subnet, str):
+        return
+    try:
+        net = ipaddress.ip_network(subnet, strict=True)
+    except ValueError:
+        raise LabError(f"network.subnet: {subnet!r} is not a network address (e.g. 10.99.0.0/24)") from None
+    nodes = sum(g["count"] for g in groups)
+    # Addresses start at host 10 (the first are for gateways and the host bridge).
+    if net.num_addresses - 2 < nodes + 10:
+        raise LabError(f"network.subnet: {subnet} has too few addresses for {nodes} nodes")
+
+
+def validate(data: Any, stem: str) -> list[str]:
+    """All problems of a lab document, each a one-line message (empty when valid)."""
+    errors = _schema_errors(data)
+    if not errors and isinstance(data, dict):
+        errors = _semantic_errors(data, stem)
+    return errors
+
+
+def load(name_or_path: str, labs_dir: Path = LABS_DIR) -> dict[str, Any]:
+    """Load and validate a lab; raise :class:`LabError` on the first problem."""
+    path = lab_path(name_or_path, labs_dir)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "not valid YAML"
+        raise LabError(f"{_display(path)}:{where}: {problem}") from None
+    errors = validate(data, path.stem)
+    if errors:
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise LabError(f"{_display(path)}: {errors[0]}{more}")
+    lab: dict[str, Any] = data
+    return lab
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(KIT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
+    """Expand node groups into nodes named ``<group><index>`` (the lab plan does the same in HCL)."""
+    out: list[dict[str, Any]] = []
+    for group in lab["node_groups"]:
+        for index in range(group["count"]):
+            out.append({"name": f"{group['name']}{index}", "group": group["name"], "index": index, "roles": group["roles"]})
+    return out
+
+
+def client_nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
+    """Nodes that mount the file system and run benchmark threads."""
+    return [n for n in nodes(lab) if any(r.endswith("-client") for r in n["roles"])]
+
+
+_SAFE_NAME = re.compile(r"^[a-z][a-z0-9.+-]*$")
+
+
+def safe_name(name: str) -> bool:
+    return bool(_SAFE_NAME.match(name))

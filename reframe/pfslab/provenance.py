@@ -1,0 +1,99 @@
+"""What a run was made with: enough to rebuild its report from the run directory alone.
+
+``make bench`` stores, beside ReFrame's report, the lab file, the inventory, the
+kit's git commit and the versions of every tool on the path the tests used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pfslab import KIT_ROOT, labs, state
+
+#: How each tool tells its version. IOR and mdtest have no --version: the kit reads
+#: theirs from each output header instead (the parsers keep it per result).
+VERSION_COMMANDS: dict[str, list[str]] = {
+    "fio": ["fio", "--version"],
+    "iozone": ["iozone", "-v"],
+    "mpirun": ["mpirun", "--version"],
+    "ceph": ["ceph", "--version"],
+    "lmp": ["lmp", "-h"],
+    "reframe": ["reframe", "--version"],
+    "terraform": ["terraform", "version"],
+}
+_VERSION = re.compile(r"(\d+\.\d+(?:[.\-_]\w+)*)")
+
+
+def _first_version(text: str, tool: str) -> str | None:
+    if tool == "iozone":
+        match = re.search(r"Version \$Revision:\s*([\d.]+)", text)
+        return match.group(1) if match else None
+    if tool == "lmp":
+        match = re.search(r"LAMMPS \(([^)]+)\)", text)
+        return match.group(1) if match else None
+    match = _VERSION.search(text)
+    return match.group(1) if match else None
+
+
+def tool_versions(search_path: str) -> dict[str, dict[str, str | None]]:
+    found: dict[str, dict[str, str | None]] = {}
+    for tool, command in VERSION_COMMANDS.items():
+        path = shutil.which(command[0], path=search_path)
+        if path is None:
+            found[tool] = {"path": None, "version": None}
+            continue
+        try:
+            out = subprocess.run([path, *command[1:]], capture_output=True, text=True, timeout=20, check=False)
+            text = out.stdout + out.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        found[tool] = {"path": path, "version": _first_version(text, tool)}
+    for tool in ("ior", "mdtest", "io_shell"):
+        found[tool] = {"path": shutil.which(tool, path=search_path), "version": "from each output header"}
+    return found
+
+
+def git_state() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(KIT_ROOT), *args], capture_output=True, text=True, check=False)
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    return {"commit": commit or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
+    """Copy the lab file and inventory into the run directory and write provenance.json."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lab_file = labs.lab_path(lab_name)
+    shutil.copy2(lab_file, run_dir / "lab.yaml")
+    inventory = state.inventory_path(lab_name)
+    if inventory.is_file():
+        shutil.copy2(inventory, run_dir / "inventory.json")
+    spack_lock = KIT_ROOT / "spack" / "spack.lock"
+    data = {
+        "lab": lab_name,
+        "lab_file_sha256": sha256(lab_file),
+        "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": platform.node(),
+        "kernel": platform.release(),
+        "mode": os.environ.get("PFSLAB_MODE") or labs.load(lab_name).get("benchmark", {}).get("default_mode", "full"),
+        "git": git_state(),
+        "spack_lock_sha256": sha256(spack_lock) if spack_lock.is_file() else None,
+        "tools": tool_versions(search_path),
+    }
+    (run_dir / "provenance.json").write_text(json.dumps(data, indent=2) + "\n")
+    return data

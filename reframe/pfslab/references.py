@@ -1,0 +1,115 @@
+"""Reference values: what a lab is expected to reach, and where each number comes from.
+
+``reframe/references/<lab>.yaml`` lists every reference of a lab with its provenance;
+``reframe/references/policy.yaml`` is the one statement of the tolerance policy. A
+reference without a source is an error: a number nobody can trace is not a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pfslab import KIT_ROOT
+from pfslab.units import KNOWN_UNITS, higher_is_better
+
+REFERENCES_DIR: Path = KIT_ROOT / "reframe" / "references"
+POLICY_PATH: Path = REFERENCES_DIR / "policy.yaml"
+KINDS: tuple[str, ...] = ("peak", "sustained", "baseline", "derived")
+
+
+class ReferenceError(ValueError):
+    """A references file is malformed; the message names the file and entry."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    workload: str
+    operation: str
+    threads: int | None  # None: holds for every thread count (a plateau, a derived limit)
+    value: float
+    unit: str
+    kind: str
+    mode: str | None  # the mode whose sizes the value belongs to; None: any
+    lower: float | None
+    upper: float | None
+    source: dict[str, Any]
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        return self.lower, self.upper
+
+
+@lru_cache(maxsize=1)
+def policy() -> dict[str, dict[str, float | None]]:
+    data = yaml.safe_load(POLICY_PATH.read_text())
+    kinds: dict[str, dict[str, float | None]] = data["kinds"]
+    missing = set(KINDS) - set(kinds)
+    if missing:
+        raise ReferenceError(f"{POLICY_PATH.name}: no tolerance for kind(s) {', '.join(sorted(missing))}")
+    return kinds
+
+
+def _entry(raw: dict[str, Any], where: str) -> Reference:
+    for key in ("workload", "operation", "value", "unit", "kind"):
+        if key not in raw:
+            raise ReferenceError(f"{where}: missing {key!r}")
+    source = raw.get("source")
+    if not isinstance(source, dict) or not source.get("document") or not (source.get("where") or source.get("quote")):
+        raise ReferenceError(f"{where}: a reference needs a source with a document and where/quote")
+    if raw["unit"] not in KNOWN_UNITS:
+        raise ReferenceError(f"{where}: unit {raw['unit']!r} is unknown; known: {', '.join(KNOWN_UNITS)}")
+    if raw["kind"] not in KINDS:
+        raise ReferenceError(f"{where}: kind {raw['kind']!r} is not one of {', '.join(KINDS)}")
+    value = float(raw["value"])
+    if value <= 0:
+        raise ReferenceError(f"{where}: value must be positive, not {raw['value']!r}")
+    tolerance = raw.get("tolerance") or policy()[raw["kind"]]
+    lower, upper = tolerance.get("lower"), tolerance.get("upper")
+    if not higher_is_better(raw["unit"]) and "tolerance" not in raw:
+        lower, upper = (None if upper is None else -upper), (None if lower is None else -lower)
+    threads = raw.get("threads")
+    return Reference(
+        workload=str(raw["workload"]),
+        operation=str(raw["operation"]),
+        threads=None if threads is None else int(threads),
+        value=value,
+        unit=str(raw["unit"]),
+        kind=str(raw["kind"]),
+        mode=raw.get("mode"),
+        lower=lower,
+        upper=upper,
+        source=source,
+    )
+
+
+def path_for(lab: str) -> Path:
+    return REFERENCES_DIR / f"{lab}.yaml"
+
+
+def load(lab: str, path: Path | None = None) -> list[Reference]:
+    """All references of a lab (empty when it has no references file)."""
+    path = path or path_for(lab)
+    if not path.is_file():
+        return []
+    data = yaml.safe_load(path.read_text()) or {}
+    if data.get("lab") != lab:
+        raise ReferenceError(f"{path.name}: 'lab' must be {lab!r}, not {data.get('lab')!r}")
+    entries = data.get("references") or []
+    return [_entry(raw, f"{path.name}: references[{i}]") for i, raw in enumerate(entries)]
+
+
+def lookup(refs: list[Reference], workload: str, operation: str, threads: int, mode: str) -> Reference | None:
+    """The reference for one figure: an exact thread count wins over an any-thread one."""
+    matching = [
+        r for r in refs
+        if r.workload == workload and r.operation == operation and (r.mode in (None, mode))
+    ]
+    exact = [r for r in matching if r.threads == threads]
+    if exact:
+        return exact[0]
+    general = [r for r in matching if r.threads is None]
+    return general[0] if general else None

@@ -1,0 +1,239 @@
+"""The ReFrame side of the kit: one base class every workload test derives from.
+
+A test instance is one *case* (lab, workload, threads, mode). It renders the case's
+steps into its job script, keeps every step's raw output, fails on a non-zero exit
+or an incomplete output, and compares each figure with the lab's reference.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.exceptions import SanityError
+
+from pfslab import KIT_ROOT, labs, references, state, workloads
+from pfslab.parsers import parse_text
+from pfslab.rfm_paths import tool_search_path
+from pfslab.results import Operation, ParseError, ParseResult
+from pfslab.units import convert, kind_of
+
+#: Unit figures are reported in when a lab has no reference for them.
+DEFAULT_UNITS: dict[str, str] = {"bandwidth": "MiB/s", "rate": "ops/s", "time": "s"}
+IOPS_OPERATIONS: frozenset[str] = frozenset({"read_iops", "write_iops"})
+STATUS_LINE = "pfslab: step {n} exit status "
+
+#: Shell functions every job script starts with: each step's output goes to its own
+#: file (kept with the run), its status is printed, and a failure stops the job.
+JOB_PRELUDE: list[str] = [
+    "pfslab_status=0",
+    "pfslab_step() {",
+    '  pfslab_n=$1 pfslab_out=$2; shift 2',
+    '  if [ "$pfslab_status" -ne 0 ]; then echo "pfslab: step $pfslab_n skipped after a failure"; return; fi',
+    '  echo "pfslab: step $pfslab_n: $*"',
+    '  eval "$*" >"$pfslab_out" 2>&1; pfslab_rc=$?',
+    '  cat "$pfslab_out"',
+    '  echo "pfslab: step $pfslab_n exit status $pfslab_rc"',
+    '  [ "$pfslab_rc" -eq 0 ] || pfslab_status=$pfslab_rc',
+    "}",
+]
+
+
+class WorkloadTest(rfm.RunOnlyRegressionTest):
+    """Base of every workload test; subclasses set ``case = parameter(workloads.cases(TOOL))``."""
+
+    valid_prog_environs = ["pfslab"]
+    valid_systems = ["*"]
+    exclusive_access = True
+    maintainers = ["pfslab"]
+    #: Where to put the benchmark's files inside the file system (default: the lab's).
+    scratch_root = variable(str, value="")
+
+    # Set in init: the lab file and the workload of this case.
+    lab: dict[str, Any]
+    workload: dict[str, Any]
+    rendered: workloads.Rendered
+
+    @run_after("init")
+    def bind_case(self) -> None:
+        case: workloads.Case = self.case
+        self.lab = labs.load(case.lab)
+        self.workload = workloads.find(self.lab, case.workload)
+        self.valid_systems = [f"{case.lab}:clients"]
+        self.descr = f"{self.workload.get('title', case.workload)} on {case.lab}, {case.threads} threads ({case.mode})"
+        self.tags = {"pfslab", case.lab, self.workload["tool"], self.workload["pattern"], case.mode}
+        self.time_limit = "2h" if case.mode == "quick" else "48h"
+        self.num_tasks = case.threads
+        self.num_tasks_per_node = None
+
+    # ---- setup ---------------------------------------------------------------------
+
+    def _clients(self) -> tuple[list[workloads.Client], dict[str, Any] | None]:
+        case: workloads.Case = self.case
+        inventory = state.inventory(case.lab) if state.active_lab() == case.lab else None
+        if inventory is not None:
+            by_name = {n["name"]: n for n in inventory["nodes"]}
+            return [workloads.Client(c, by_name[c]["address"]) for c in inventory["clients"]], inventory
+        # Not provisioned (a seed lab's dry run): the lab file's client names stand in.
+        return [workloads.Client(n["name"], n["name"]) for n in labs.client_nodes(self.lab)], None
+
+    @run_after("setup")
+    def prepare_job(self) -> None:
+        case: workloads.Case = self.case
+        clients, inventory = self._clients()
+        if inventory is None and not self.is_dry_run():
+            self.skip(f"lab {case.lab} is not up; run 'make lab-up LAB={case.lab}'")
+        tool = self.workload["tool"]
+        tool_path = shutil.which(tool, path=tool_search_path())
+        if tool_path is None:
+            if not self.is_dry_run():
+                self.skip(
+                    f"{tool} is not installed: not found in PFSLAB_TOOL_PATH, the toolchain view or PATH "
+                    f"(install it with 'make toolchain', or set PFSLAB_TOOL_PATH)"
+                )
+            tool_path = tool
+        mount = self.lab["filesystem"]["mount"]
+        scratch = self.scratch_root or f"{mount}/{self.lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}"
+        scratch_dir = f"{scratch}/{case.workload}-t{case.threads}-{uuid.uuid4().hex[:8]}"
+        launcher = (inventory or {}).get("launcher", {})
+        ctx = workloads.Context(
+            clients=clients,
+            scratch_dir=scratch_dir,
+            work_dir=self.stagedir,
+            tool_path=tool_path,
+            iozone_master=launcher.get("master_address"),
+            hostfile_slots=self.lab.get("launcher", {}).get("hostfile_slots", True),
+        )
+        self.rendered = workloads.render(self.lab, case, ctx)
+        for name, content in self.rendered.files.items():
+            Path(self.stagedir, name).write_text(content)
+        self.env_vars.update(launcher.get("env", {}))
+        self.env_vars["PFSLAB_ROOT"] = str(KIT_ROOT)
+        self._write_job(scratch_dir)
+        self.keep_files = list(self.rendered.files) + [
+            os.path.relpath(p, self.stagedir) if os.path.isabs(p) else p
+            for step in self.rendered.steps if step.kind == "run"
+            for p in [step.output]
+        ]
+        self._set_references()
+
+    def _write_job(self, scratch_dir: str) -> None:
+        drops = self.lab.get("os_tuning", {}).get("drop_caches", "never")
+        lines = list(JOB_PRELUDE)
+        lines.append(f"mkdir -p {shlex.quote(scratch_dir)}")
+        if drops in ("between-runs", "between-phases"):
+            lines.append('"$PFSLAB_ROOT/scripts/drop-caches"')
+        for n, step in enumerate(self.rendered.steps, start=1):
+            if step.kind == "drop-caches":
+                lines.append('"$PFSLAB_ROOT/scripts/drop-caches"')
+            else:
+                out = step.output if "*" not in step.output else f"{self.stagedir}/step{n}.launcher.out"
+                lines.append(f"pfslab_step {n} {shlex.quote(out)} {shlex.quote(step.command)}")
+        lines.append(f"rm -rf {shlex.quote(scratch_dir)}")
+        self.prerun_cmds = lines
+        self.executable = 'exit "$pfslab_status"'
+
+    def _set_references(self) -> None:
+        case: workloads.Case = self.case
+        refs = references.load(case.lab)
+        table: dict[str, tuple[float, float | None, float | None, str]] = {}
+        for op in self._measured():
+            ref = references.lookup(refs, case.workload, op, case.threads, case.mode)
+            if ref is not None:
+                table[op] = (ref.value, ref.lower, ref.upper, ref.unit)
+        self.reference = {f"{case.lab}:clients": table}
+
+    def _measured(self) -> list[str]:
+        return [op for step in self.rendered.steps for op in step.measures]
+
+    # ---- results ---------------------------------------------------------------------
+
+    def _outputs(self, step: workloads.Step) -> list[str]:
+        if "*" in step.output:
+            return sorted(glob.glob(step.output))
+        return [step.output]
+
+    def _parse_step(self, n: int, step: workloads.Step) -> ParseResult:
+        files = self._outputs(step)
+        if not files:
+            raise ParseError(f"step {n} wrote no output ({step.output})")
+        results = []
+        for path in files:
+            if not os.path.isfile(path) or os.path.getsize(path) == 0:
+                raise ParseError(f"step {n} wrote nothing to {os.path.basename(path)}")
+            with open(path, errors="replace") as handle:
+                results.append(parse_text(self.workload["tool"], handle.read()))
+        return results[0] if len(results) == 1 else _sum_results(results)
+
+    @sanity_function
+    def assert_complete(self) -> bool:
+        """Every step ran and exited 0, and every measured figure is in its complete output."""
+        with open(os.path.join(self.stagedir, str(self.stdout)), errors="replace") as handle:
+            job_output = handle.read()
+        seen = {int(n): int(rc) for n, rc in re.findall(r"pfslab: step (\d+) exit status (\d+)", job_output)}
+        self.results: dict[str, float] = {}
+        self.result_units: dict[str, str] = {}
+        for n, step in enumerate(self.rendered.steps, start=1):
+            if step.kind != "run":
+                continue
+            if n not in seen:
+                raise SanityError(f"step {n} did not run (see rfm_job.out and rfm_job.err)")
+            if seen[n] != 0:
+                raise SanityError(f"step {n} ({self.workload['tool']}) exited with status {seen[n]}")
+            if step.prepare:
+                continue
+            try:
+                parsed = self._parse_step(n, step)
+            except ParseError as err:
+                raise SanityError(f"step {n}: {err}") from None
+            for op in step.measures:
+                if op not in parsed.operations:
+                    have = ", ".join(sorted(parsed.operations)) or "none"
+                    raise SanityError(f"step {n}: the output has no {op!r} figure (it has: {have})")
+                self.results[op] = parsed.operations[op].mean
+                self.result_units[op] = parsed.operations[op].unit
+        return True
+
+    @run_before("performance")
+    def define_figures(self) -> None:
+        case: workloads.Case = self.case
+        table = self.reference.get(f"{case.lab}:clients", {})
+        self.perf_variables = {}
+        for op in self._measured():
+            native = self.result_units.get(op, "MiB/s")
+            unit = table[op][3] if op in table else (native if kind_of(native) != "bandwidth" else DEFAULT_UNITS["bandwidth"])
+            value = convert(self.results[op], native, unit)
+            self.perf_variables[op] = sn.make_performance_function(_const(value), unit)
+
+
+def _const(value: float) -> Any:
+    return lambda: value
+
+
+def _sum_results(results: list[ParseResult]) -> ParseResult:
+    """Figures of one step run as several processes (fio per node): their sum."""
+    first = results[0]
+    total = ParseResult(first.tool, first.version, first.command, details={"parts": len(results)})
+    for name, op in first.operations.items():
+        parts = [r.operations[name] for r in results if name in r.operations]
+        if len(parts) != len(results):
+            raise ParseError(f"only {len(parts)} of {len(results)} outputs report {name}")
+        total.operations[name] = Operation(
+            name=name,
+            unit=op.unit,
+            max=sum(p.max for p in parts),
+            min=sum(p.min for p in parts),
+            mean=sum(p.mean for p in parts),
+            iterations=op.iterations,
+            tasks=sum(p.tasks or 0 for p in parts) or None,
+        )
+    return total

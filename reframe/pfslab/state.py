@@ -1,0 +1,37 @@
+"""What is running: the active lab, its inventory and where runs are stored.
+
+``make lab-up`` writes ``build/active-lab`` and ``build/<lab>/inventory.json``;
+everything that needs to know the running lab reads them through here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pfslab import KIT_ROOT
+
+BUILD_DIR: Path = KIT_ROOT / "build"
+ACTIVE_FILE: Path = BUILD_DIR / "active-lab"
+RUNS_DIR: Path = BUILD_DIR / "runs"
+
+
+def active_lab() -> str | None:
+    """The lab that is up (``PFSLAB_LAB`` overrides, for runs against another checkout's lab)."""
+    name = os.environ.get("PFSLAB_LAB") or (ACTIVE_FILE.read_text().strip() if ACTIVE_FILE.is_file() else "")
+    return name or None
+
+
+def inventory_path(lab: str) -> Path:
+    return BUILD_DIR / lab / "inventory.json"
+
+
+def inventory(lab: str) -> dict[str, Any] | None:
+    """The running lab's inventory, or None when the lab is not up."""
+    path = inventory_path(lab)
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data

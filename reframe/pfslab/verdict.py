@@ -1,0 +1,139 @@
+"""The verdict of a run: one row per figure, from ReFrame's JSON report.
+
+A figure passes only when its test ran, exited 0, wrote a complete output and met
+its reference. A figure without a reference is reported as such, never as a pass;
+a skipped test says why.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ReportError(ValueError):
+    """The run directory holds no usable ReFrame report."""
+
+
+@dataclass
+class Row:
+    test: str
+    workload: str
+    threads: int | None
+    figure: str
+    measured: float | None
+    unit: str
+    reference: float | None
+    lower: float | None
+    upper: float | None
+    verdict: str  # pass | fail | skip | no reference
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_report(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "report.json"
+    if not path.is_file():
+        raise ReportError(f"{run_dir} has no report.json (was the run interrupted?)")
+    try:
+        report: dict[str, Any] = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{path} is not valid JSON: {err}") from None
+    return report
+
+
+def _case_parts(case: str | None, name: str) -> tuple[str, int | None]:
+    if case and case.count("/") == 2:
+        _, workload, threads = case.split("/")
+        return workload, int(threads)
+    return name, None
+
+
+def final_testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The last attempt of every test case (ReFrame reruns failures when asked)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for run in report.get("runs", []):
+        for testcase in run.get("testcases", []):
+            latest[testcase["unique_name"] + "@" + testcase.get("system", "") + testcase.get("partition", "")] = testcase
+    return list(latest.values())
+
+
+def rows(report: dict[str, Any]) -> list[Row]:
+    out: list[Row] = []
+    for tc in final_testcases(report):
+        workload, threads = _case_parts(tc.get("case"), tc["name"])
+        test = tc["name"].split(" ")[0]
+        result = tc.get("result")
+        perf = tc.get("perfvalues") or {}
+        if result == "skip":
+            out.append(Row(test, workload, threads, "-", None, "", None, None, None, "skip", tc.get("fail_reason") or ""))
+            continue
+        if result in ("fail", "abort") and not perf:
+            reason = (tc.get("fail_reason") or "").splitlines()[0] if tc.get("fail_reason") else ""
+            out.append(Row(test, workload, threads, "-", None, "", None, None, None, "fail", f"{tc.get('fail_phase')}: {reason}"))
+            continue
+        for key, value in perf.items():
+            figure = key.rsplit(":", 1)[-1]
+            measured, ref, lower, upper, unit, outcome = value[:6]
+            has_ref = bool(ref)
+            if not has_ref:
+                verdict, reason = "no reference", "no published or baseline value for this figure"
+            elif outcome == "pass":
+                verdict, reason = "pass", ""
+            else:
+                verdict, reason = "fail", _bounds_text(ref, lower, upper, unit)
+            out.append(Row(test, workload, threads, figure, measured, unit, ref if has_ref else None, lower, upper, verdict, reason))
+    return out
+
+
+def _bounds_text(ref: float, lower: float | None, upper: float | None, unit: str) -> str:
+    parts = []
+    if lower is not None:
+        parts.append(f">= {ref * (1 + lower):.4g}")
+    if upper is not None:
+        parts.append(f"<= {ref * (1 + upper):.4g}")
+    return f"outside {' and '.join(parts)} {unit}"
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
+
+
+def table(run_rows: list[Row]) -> str:
+    headers = ["test", "workload", "threads", "figure", "measured", "reference", "verdict"]
+    lines = [headers]
+    for r in sorted(run_rows, key=lambda r: (r.test, r.workload, r.threads or 0, r.figure)):
+        measured = f"{_fmt(r.measured)} {r.unit}".strip() if r.measured is not None else "-"
+        reference = f"{_fmt(r.reference)} {r.unit}" if r.reference is not None else "-"
+        verdict = r.verdict if not r.reason or r.verdict == "no reference" else f"{r.verdict}: {r.reason}"
+        lines.append([r.test, r.workload, str(r.threads or "-"), r.figure, measured, reference, verdict])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers) - 1)]
+    text = []
+    for line in lines:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths)]
+        text.append("  ".join(cells + [line[-1]]).rstrip())
+    counts = summary(run_rows)
+    text.append(
+        f"verdict: {counts['overall'].upper()}  "
+        f"({counts['pass']} pass, {counts['fail']} fail, {counts['skip']} skipped, "
+        f"{counts['no reference']} without reference)"
+    )
+    return "\n".join(text)
+
+
+def summary(run_rows: list[Row]) -> dict[str, Any]:
+    counts: dict[str, Any] = {k: sum(1 for r in run_rows if r.verdict == k) for k in ("pass", "fail", "skip", "no reference")}
+    if counts["fail"]:
+        overall = "fail"
+    elif counts["pass"]:
+        overall = "pass"
+    else:
+        overall = "no verdict"  # nothing ran, or nothing had a reference
+    counts["overall"] = overall
+    return counts

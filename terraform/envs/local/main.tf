@@ -1,0 +1,75 @@
+# Root for the local target: `make lab-up LAB=<lab>` with a lab whose target is local.
+# scripts/lab runs it with TF_DATA_DIR and the state under build/<lab>/.
+
+locals {
+  lab_name = trimsuffix(basename(var.lab_file), ".yaml")
+  run_root = "/run/pfslab/${local.lab_name}"
+  # Everything the running lab writes; destroy removes it. Terraform's own state and
+  # logs stay beside it in state_root until scripts/lab has checked the teardown.
+  lab_root = "${var.state_root}/lab"
+}
+
+module "plan" {
+  source   = "../../modules/lab-plan"
+  lab_file = var.lab_file
+  target   = "local"
+  paths = {
+    state   = "${local.lab_root}/nodes/{node}"
+    run     = "${local.run_root}/{node}"
+    log     = "${local.lab_root}/logs/{node}"
+    cluster = "${local.lab_root}/cluster"
+    mount   = "${local.lab_root}/nodes/{node}/mnt"
+  }
+}
+
+module "lab" {
+  source       = "../../modules/local-lab"
+  kit_root     = var.kit_root
+  lab_name     = local.lab_name
+  state_root   = local.lab_root
+  run_root     = local.run_root
+  mount_path   = module.plan.lab.filesystem.mount
+  bridge       = try(module.plan.lab.targets.local.bridge, "pfslab0")
+  subnet       = module.plan.lab.network.subnet
+  nodes        = module.plan.nodes
+  node_configs = module.plan.node_configs
+  phases       = module.plan.phases
+  head_client  = module.plan.clients[0]
+}
+
+locals {
+  nsrsh  = "${var.kit_root}/scripts/local/nsrsh"
+  subnet = module.plan.lab.network.subnet
+
+  # Ranks reach their nodes through nsrsh and talk over the lab bridge only. These
+  # are environment variables, so job scripts keep the lab's plain mpirun line.
+  launcher_env = {
+    OMPI_ALLOW_RUN_AS_ROOT            = "1"
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM    = "1"
+    OMPI_MCA_plm_rsh_agent            = local.nsrsh
+    OMPI_MCA_plm_rsh_no_tree_spawn    = "1"
+    OMPI_MCA_oob_tcp_if_include       = local.subnet
+    OMPI_MCA_btl_tcp_if_include       = local.subnet
+    OMPI_MCA_btl                      = "self,vader,tcp"
+    OMPI_MCA_rmaps_base_oversubscribe = "1"
+    RSH                               = local.nsrsh
+  }
+}
+
+output "inventory" {
+  description = "The running lab, for ReFrame and the kit's scripts (written to build/<lab>/inventory.json)."
+  value = merge(module.plan.inventory, {
+    launcher = merge(try(module.plan.lab.launcher, {}), {
+      env = merge(try(module.plan.lab.launcher.env, {}), local.launcher_env)
+      rsh = local.nsrsh
+      # IOzone's cluster-mode children connect back to the master at this address.
+      master_address = module.lab.gateway
+    })
+    local = {
+      state_root = local.lab_root
+      run_root   = local.run_root
+      netns      = module.lab.netns
+      bridge     = try(module.plan.lab.targets.local.bridge, "pfslab0")
+    }
+  })
+}

@@ -1,0 +1,159 @@
+# The local adapter: a lab on this host, nodes as network namespaces on a bridge.
+# It needs no provider: terraform_data resources run the kit's scripts, and every
+# resource's destroy provisioner undoes exactly what its create did.
+
+locals {
+  prefix     = "pfs-${substr(sha1(var.lab_name), 0, 6)}"
+  gateway    = cidrhost(var.subnet, 1)
+  prefix_len = split("/", var.subnet)[1]
+  netns      = { for name, n in var.nodes : name => "${local.prefix}-${name}" }
+  config_path = {
+    for name, n in var.nodes : name => "${var.state_root}/nodes/${name}/node.json"
+  }
+
+  # What a phase's provisioners need, resolved per "node/role" key.
+  role_calls = {
+    for key, pair in merge(var.phases...) : key => {
+      kit       = var.kit_root
+      netns     = local.netns[pair.node]
+      config    = local.config_path[pair.node]
+      family    = split("-", pair.role)[0]
+      component = join("-", slice(split("-", pair.role), 1, length(split("-", pair.role))))
+      digest    = sha1(var.node_configs[pair.node])
+    }
+  }
+}
+
+resource "terraform_data" "lab_dirs" {
+  input = {
+    kit   = var.kit_root
+    state = var.state_root
+    run   = var.run_root
+    mount = var.mount_path
+  }
+
+  provisioner "local-exec" {
+    command = "mkdir -p '${self.input.state}/nodes' '${self.input.run}/hosts' '${self.input.mount}'"
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "'${self.input.kit}/scripts/local/cleanup' '${self.input.state}' '${self.input.run}' '${self.input.mount}'"
+  }
+}
+
+resource "terraform_data" "bridge" {
+  depends_on = [terraform_data.lab_dirs]
+  input = {
+    kit    = var.kit_root
+    bridge = var.bridge
+  }
+  triggers_replace = [var.bridge, var.subnet]
+
+  provisioner "local-exec" {
+    command = "'${self.input.kit}/scripts/local/netns' bridge-up '${self.input.bridge}' '${local.gateway}/${local.prefix_len}'"
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "'${self.input.kit}/scripts/local/netns' bridge-down '${self.input.bridge}'"
+  }
+}
+
+resource "terraform_data" "node" {
+  for_each   = var.nodes
+  depends_on = [terraform_data.bridge]
+
+  input = {
+    kit   = var.kit_root
+    netns = local.netns[each.key]
+  }
+  triggers_replace = [each.value.address, var.bridge, var.subnet]
+
+  provisioner "local-exec" {
+    command = "'${self.input.kit}/scripts/local/netns' node-up '${self.input.netns}' '${var.bridge}' '${each.value.address}/${local.prefix_len}' '${local.gateway}'"
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "'${self.input.kit}/scripts/local/netns' node-down '${self.input.netns}'"
+  }
+}
+
+# The node's config (what its roles read) and its record for nsrsh: rewritten when
+# the lab file changes, without touching the node's namespace.
+resource "terraform_data" "node_config" {
+  for_each   = var.nodes
+  depends_on = [terraform_data.node]
+
+  input = {
+    config = local.config_path[each.key]
+    record = "${var.run_root}/hosts/${each.key}"
+  }
+  triggers_replace = [var.node_configs[each.key], var.mount_path]
+
+  provisioner "local-exec" {
+    # Through the environment, so the document is not echoed into Terraform's log.
+    environment = {
+      NODE_CONFIG = var.node_configs[each.key]
+      NODE_RECORD = "${each.value.address} ${each.key} ${local.netns[each.key]} ${each.value.paths.mount} ${var.mount_path}"
+    }
+    command = "mkdir -p \"$(dirname '${self.input.config}')\" && printf '%s\\n' \"$NODE_CONFIG\" > '${self.input.config}' && printf '%s\\n' \"$NODE_RECORD\" > '${self.input.record}'"
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "rm -f '${self.input.record}'"
+  }
+}
+
+# Five phases, each waiting for the one before: on destroy they stop in reverse.
+module "phase0" {
+  source     = "./phase"
+  depends_on = [terraform_data.node_config]
+  calls      = { for k, v in var.phases[0] : k => local.role_calls[k] }
+}
+
+module "phase1" {
+  source     = "./phase"
+  depends_on = [module.phase0]
+  calls      = { for k, v in var.phases[1] : k => local.role_calls[k] }
+}
+
+module "phase2" {
+  source     = "./phase"
+  depends_on = [module.phase1]
+  calls      = { for k, v in var.phases[2] : k => local.role_calls[k] }
+}
+
+module "phase3" {
+  source     = "./phase"
+  depends_on = [module.phase2]
+  calls      = { for k, v in var.phases[3] : k => local.role_calls[k] }
+}
+
+module "phase4" {
+  source     = "./phase"
+  depends_on = [module.phase3]
+  calls      = { for k, v in var.phases[4] : k => local.role_calls[k] }
+}
+
+# The host plays the login node: it sees the file system at the common path (through
+# the first client's mount), so job scripts can prepare and clean benchmark
+# directories. Ranks still use their own node's client: nsrsh binds it over this one.
+resource "terraform_data" "head_mount" {
+  depends_on = [module.phase4]
+  input = {
+    source = var.nodes[var.head_client].paths.mount
+    target = var.mount_path
+  }
+
+  provisioner "local-exec" {
+    command = "findmnt -rn --mountpoint '${self.input.target}' >/dev/null || mount --bind '${self.input.source}' '${self.input.target}'"
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "! findmnt -rn --mountpoint '${self.input.target}' >/dev/null || umount '${self.input.target}' || umount -l '${self.input.target}'"
+  }
+}

@@ -1,0 +1,35 @@
+# One start phase of the local lab: each "node/role" runs its role's `up` inside
+# the node's namespace; destroy runs `stop`. The parent orders phases with
+# depends_on, so destroy stops them in reverse (clients first, monitors last).
+
+variable "calls" {
+  description = "\"node/role\" => what the provisioners need: kit, netns, config, family, component, digest."
+  type = map(object({
+    kit       = string
+    netns     = string
+    config    = string
+    family    = string
+    component = string
+    digest    = string
+  }))
+}
+
+resource "terraform_data" "role" {
+  for_each         = var.calls
+  input            = each.value
+  triggers_replace = [each.value.digest]
+
+  provisioner "local-exec" {
+    command = "'${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/scripts/roles/${self.input.family}' up '${self.input.component}'"
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "'${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/scripts/roles/${self.input.family}' stop '${self.input.component}' || true"
+  }
+}
+
+output "started" {
+  description = "The \"node/role\" keys this phase started."
+  value       = keys(terraform_data.role)
+}

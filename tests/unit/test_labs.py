@@ -1,0 +1,117 @@
+"""Lab files: every shipped lab is valid; a broken one is refused naming its field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pfslab import labs
+
+KIT = Path(__file__).resolve().parents[2]
+
+
+def write_lab(tmp_path: Path, name: str, change: dict[str, object] | None = None, drop: str | None = None) -> Path:
+    data = yaml.safe_load((KIT / "labs" / "local.yaml").read_text())
+    data["name"] = name
+    for dotted, value in (change or {}).items():
+        node = data
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node[int(key)] if key.isdigit() else node[key]
+        node[last] = value  # type: ignore[index]
+    if drop:
+        del data[drop]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("name", labs.lab_names())
+def test_every_shipped_lab_is_valid(name: str) -> None:
+    lab = labs.load(name)
+    assert lab["name"] == name
+    assert labs.client_nodes(lab), f"lab {name} has no client nodes"
+
+
+def test_local_lab_has_the_shape_the_issue_asks_for() -> None:
+    lab = labs.load("local")
+    roles = [role for node in labs.nodes(lab) for role in node["roles"]]
+    assert roles.count("ceph-osd") >= 3
+    assert roles.count("ceph-client") >= 2
+    assert {"ceph-mon", "ceph-mgr", "ceph-mds"} <= set(roles)
+
+
+def test_unknown_lab_names_the_labs_that_exist() -> None:
+    with pytest.raises(labs.LabError, match=r"unknown lab 'nope'; labs that exist: .*local"):
+        labs.load("nope")
+
+
+def test_unknown_field_is_named_with_what_is_allowed(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "typo", {"filesystem.moutn": "/x"})
+    with pytest.raises(labs.LabError, match=r"filesystem\.moutn: unknown field; allowed here: .*mount"):
+        labs.load(str(path))
+
+
+def test_bad_enum_value_lists_the_allowed_ones(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "enum", {"filesystem.type": "lustre"})
+    with pytest.raises(labs.LabError, match=r"filesystem\.type: 'lustre' is not allowed; allowed: cephfs, beegfs, nfs, gpfs"):
+        labs.load(str(path))
+
+
+def test_out_of_range_number_names_the_path(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "count", {"node_groups.1.count": 0})
+    with pytest.raises(labs.LabError, match=r"node_groups\[1\]\.count: 0 is less than the minimum of 1"):
+        labs.load(str(path))
+
+
+def test_missing_required_section(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "nonet", drop="network")
+    with pytest.raises(labs.LabError, match=r"'network' is a required property"):
+        labs.load(str(path))
+
+
+def test_name_must_match_the_file(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "other")
+    path.rename(tmp_path / "renamed.yaml")
+    with pytest.raises(labs.LabError, match=r"name: 'other' must equal the file name 'renamed'"):
+        labs.load(str(tmp_path / "renamed.yaml"))
+
+
+def test_replicas_need_enough_osds(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "replicas", {"filesystem.ceph.pool_size": 4})
+    with pytest.raises(labs.LabError, match=r"pool_size: 4 replicas need at least as many OSDs; the lab has 3"):
+        labs.load(str(path))
+
+
+def test_a_cephfs_lab_needs_its_roles(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "nomds", {"node_groups.0.roles": ["ceph-mon", "ceph-mgr"]})
+    with pytest.raises(labs.LabError, match=r"needs at least 1 node\(s\) with role ceph-mds"):
+        labs.load(str(path))
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: broken\nnode_groups: [\n")
+    with pytest.raises(labs.LabError, match=r"broken\.yaml: line \d+"):
+        labs.load(str(path))
+
+
+def test_cli_check_fails_in_one_line_with_status_2(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "cli", {"filesystem.type": "zfs"})
+    run = subprocess.run(
+        [sys.executable, str(KIT / "scripts" / "pfslab"), "lab", "check", str(path)],
+        capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 2
+    assert run.stdout == ""
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "filesystem.type: 'zfs' is not allowed" in lines[0]
+
+
+def test_nodes_are_named_group_and_index() -> None:
+    names = [n["name"] for n in labs.nodes(labs.load("local"))]
+    assert names == ["mon0", "osd0", "osd1", "osd2", "cli0", "cli1"]
