@@ -5,9 +5,12 @@ Nothing here imports ReFrame except :mod:`pfslab.rfm`, so the package is usable
 (and unit-testable) without ReFrame installed.
 """
 
+import os
 from pathlib import Path
 
-#: Top of the kit's checkout: every path the kit reads is found from here.
-KIT_ROOT: Path = Path(__file__).resolve().parents[2]
+#: Top of the kit's checkout: every path the kit reads (labs, references, build) is
+#: found from here. PFSLAB_ROOT, which the kit's shell scripts export, takes
+#: precedence, so scripts and Python always agree on the tree they work in.
+KIT_ROOT: Path = Path(os.environ.get("PFSLAB_ROOT") or Path(__file__).resolve().parents[2])
 
 __all__ = ["KIT_ROOT"]

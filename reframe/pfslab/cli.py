@@ -112,6 +112,49 @@ def _add_record(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 REGISTRARS.append(_add_record)
 
 
+def _cmd_baseline(args: argparse.Namespace) -> int:
+    from pfslab import baseline, labs
+
+    try:
+        labs.load(args.lab)
+        path, count = baseline.write(args.lab, [Path(d) for d in args.run_dirs])
+    except (labs.LabError, baseline.BaselineError) as err:
+        raise UsageError(str(err)) from None
+    print(f"{path}: {count} baseline references from {len(args.run_dirs)} runs")
+    return 0
+
+
+def _add_baseline(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("baseline", help="write a lab's references from runs on a known-good lab")
+    p.add_argument("lab")
+    p.add_argument("run_dirs", nargs="+", help="build/runs/<lab>/<timestamp> of each run")
+    p.set_defaults(handler=_cmd_baseline)
+
+
+REGISTRARS.append(_add_baseline)
+
+
+def _cmd_overhead(args: argparse.Namespace) -> int:
+    from pfslab import overhead
+
+    try:
+        for line in overhead.measure(args.rounds, args.threads):
+            print(line, flush=True)
+    except overhead.OverheadError as err:
+        raise UsageError(str(err)) from None
+    return 0
+
+
+def _add_overhead(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("overhead", help="kit/hand throughput ratio of one case on the running lab")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    p.set_defaults(handler=_cmd_overhead)
+
+
+REGISTRARS.append(_add_overhead)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

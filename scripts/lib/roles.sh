@@ -1,0 +1,200 @@
+# shellcheck shell=bash
+# Helpers shared by the node roles beyond common.sh: a redirectable root for every
+# file a role writes, config files written only when they change, sizes, NVMe and
+# NUMA discovery. Sourced after common.sh; defines functions only.
+#
+# PFSLAB_SYSROOT (default empty, meaning /) prefixes every path a role reads or writes
+# under /etc, /sys, /proc, /dev and /data, so the bats tests run the roles against a
+# scratch tree and never change the host.
+
+sysroot() { printf '%s%s\n' "${PFSLAB_SYSROOT:-}" "$1"; }
+
+# Write stdin to a file when its content differs; print "changed" when it did.
+# Usage: write_file PATH [MODE] < content      (PATH is taken as given, not prefixed)
+write_file() {
+  local path=$1 mode=${2:-644} tmp
+  mkdir -p "$(dirname "$path")"
+  tmp=$(mktemp "$(dirname "$path")/.$(basename "$path").XXXXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$path"; then
+    rm -f "$tmp"
+    return 0
+  fi
+  chmod "$mode" "$tmp"
+  mv "$tmp" "$path"
+  log "wrote ${path#"${PFSLAB_SYSROOT:-}"}"
+  echo changed
+}
+
+# Set `key = value` in a BeeGFS-style config file (replace the key's line or append).
+conf_set() {
+  local file=$1 key=$2 value=$3
+  if grep -qE "^[[:space:]]*${key}[[:space:]]*=" "$file"; then
+    awk -v k="$key" -v v="$value" '
+      $0 ~ "^[[:space:]]*" k "[[:space:]]*=" { print k " = " v; next } { print }' "$file" >"$file.new"
+    mv "$file.new" "$file"
+  else
+    printf '%s = %s\n' "$key" "$value" >>"$file"
+  fi
+}
+
+# A lab-file size (2m, 8M, 16G, 131072) in bytes; suffixes are powers of 1024.
+size_bytes() {
+  local s=$1 n unit
+  [[ $s =~ ^([0-9]+)([kKmMgGtT]?)$ ]] || die "size '$s' is not a number with an optional K/M/G/T suffix"
+  n=${BASH_REMATCH[1]}
+  unit=${BASH_REMATCH[2],,}
+  case $unit in
+    k) echo $((n << 10)) ;;
+    m) echo $((n << 20)) ;;
+    g) echo $((n << 30)) ;;
+    t) echo $((n << 40)) ;;
+    *) echo "$n" ;;
+  esac
+}
+
+# Bytes as the shortest exact size with a lower-case suffix: 2097152 -> 2m.
+size_short() {
+  local b=$1 unit
+  for unit in t g m k; do
+    case $unit in
+      t) ((b >= 1 << 40 && b % (1 << 40) == 0)) && { echo "$((b >> 40))t"; return; } ;;
+      g) ((b >= 1 << 30 && b % (1 << 30) == 0)) && { echo "$((b >> 30))g"; return; } ;;
+      m) ((b >= 1 << 20 && b % (1 << 20) == 0)) && { echo "$((b >> 20))m"; return; } ;;
+      k) ((b >= 1 << 10 && b % (1 << 10) == 0)) && { echo "$((b >> 10))k"; return; } ;;
+    esac
+  done
+  echo "$b"
+}
+
+# True when a device path exists (a block device on a node; any file under a test root).
+dev_exists() {
+  local p
+  p=$(sysroot "$1")
+  [[ -b $p ]] || { [[ -n ${PFSLAB_SYSROOT:-} && -e $p ]]; }
+}
+
+# The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in controller order.
+# The kernel's scan order is not the slot order (seed 002, A.4), so drives are chosen
+# by the NUMA node sysfs reports, as the seed's check command reads it.
+nvme_on_numa() {
+  local want=$1 ctrl numa name
+  for ctrl in "$(sysroot /sys/class/nvme)"/nvme*; do
+    [[ -e $ctrl ]] || continue
+    name=$(basename "$ctrl")
+    numa=$(cat "$ctrl/device/numa_node" 2>/dev/null || cat "$ctrl/numa_node" 2>/dev/null || echo -1)
+    # A single-socket machine reports -1: everything is on node 0.
+    ((numa < 0)) && numa=0
+    ((numa == want)) && echo "${name#nvme}"
+  done | sort -n | sed 's|^|/dev/nvme|; s|$|n1|'
+}
+
+# The LBA format index of an NVMe namespace whose data size is $2 bytes (no metadata),
+# and the index in use: prints "WANTED INUSE". Reads `nvme id-ns -o json`, whose
+# lbafs[].ds is log2 of the data size and flbas's low nibble the format in use (the
+# same table `nvme id-ns -H` prints as "LBA Format N : ... Data Size: 512 bytes").
+nvme_lbaf() {
+  local dev=$1 bytes=$2 ds json
+  case $bytes in
+    512) ds=9 ;;
+    4096) ds=12 ;;
+    *) die "lba_format_bytes $bytes is not 512 or 4096" ;;
+  esac
+  json=$(nvme id-ns "$dev" -o json) || die "nvme id-ns $dev failed; is it an NVMe namespace?"
+  jq -r --argjson ds "$ds" '
+    ([.lbafs | to_entries[] | select(.value.ds == $ds and (.value.ms // 0) == 0) | .key] | first // "none")
+    as $w | "\($w) \(.flbas % 16)"' <<<"$json"
+}
+
+# Format an NVMe namespace to the wanted LBA data size unless it already uses it.
+# Refuses a drive that something holds (a RAID member, a mapped device).
+nvme_set_lba() {
+  local dev=$1 bytes=$2 wanted inuse holders lbaf
+  lbaf=$(nvme_lbaf "$dev" "$bytes")
+  read -r wanted inuse <<<"$lbaf"
+  [[ $wanted != none ]] || die "$dev has no LBA format with $bytes-byte data and no metadata (see 'nvme id-ns -H $dev')"
+  [[ $wanted == "$inuse" ]] && return 0
+  holders=$(sysroot "/sys/block/$(basename "$dev")/holders")
+  if [[ -d $holders && -n $(ls -A "$holders") ]]; then
+    die "$dev is in use ($(find "$holders" -mindepth 1 -printf '%f')); it cannot be reformatted to $bytes-byte LBAs"
+  fi
+  log "formatting $dev with LBA format $wanted ($bytes-byte sectors); this erases it"
+  nvme format "$dev" --lbaf="$wanted" --ses=0 --force >/dev/null
+  nvme ns-rescan "${dev%n1}" >/dev/null 2>&1 || true
+}
+
+# The CPUs of NUMA node $1 as the kernel lists them (0-23,48-71).
+numa_cpus() {
+  local f
+  f=$(sysroot "/sys/devices/system/node/node$1/cpulist")
+  [[ -s $f ]] || die "NUMA node $1 does not exist on this machine ($f is missing)"
+  cat "$f"
+}
+
+# A systemd drop-in that binds a service's CPUs and memory to one NUMA node.
+# Prints "changed" when it wrote the file (the caller reloads systemd).
+numa_dropin() {
+  local unit=$1 numa=$2 cpus
+  cpus=$(numa_cpus "$numa")
+  write_file "$(sysroot "/etc/systemd/system/$unit.d/90-pfslab-numa.conf")" <<EOF
+# Written by pfslab: run $unit on NUMA node $numa only (its drives and NIC are there).
+[Service]
+CPUAffinity=$cpus
+NUMAPolicy=bind
+NUMAMask=$numa
+EOF
+}
+
+# Append a line to a file unless an identical line is already there.
+ensure_line() {
+  local file=$1 line=$2
+  mkdir -p "$(dirname "$file")"
+  touch "$file"
+  grep -qxF -- "$line" "$file" && return 0
+  printf '%s\n' "$line" >>"$file"
+  log "added to ${file#"${PFSLAB_SYSROOT:-}"}: $line"
+}
+
+# The file system type on a device, empty when it carries none.
+fs_type_of() { blkid -p -s TYPE -o value "$1" 2>/dev/null || true; }
+
+# Make a file system on a device unless it already carries one (never reformat data).
+# Usage: mkfs_once DEV FSTYPE [OPTIONS...]
+mkfs_once() {
+  local dev=$1 fstype=$2 have
+  shift 2
+  have=$(fs_type_of "$dev")
+  if [[ -n $have ]]; then
+    [[ $have == "$fstype" ]] || die "$dev already carries $have, not $fstype; wipe it by hand if it may be lost"
+    return 0
+  fi
+  log "creating $fstype on $dev"
+  "mkfs.$fstype" "$@" "$dev" >/dev/null
+}
+
+# Persist and mount a file system: an fstab line by UUID, then mount it if it is not.
+mount_persistent() {
+  local dev=$1 mnt=$2 fstype=$3 opts=$4 uuid
+  mkdir -p "$(sysroot "$mnt")"
+  uuid=$(blkid -s UUID -o value "$dev") || die "no UUID on $dev after mkfs"
+  ensure_line "$(sysroot /etc/fstab)" "UUID=$uuid $mnt $fstype $opts 0 0"
+  is_mounted "$mnt" || mount "$mnt"
+}
+
+# systemctl daemon-reload when any argument says "changed".
+reload_if_changed() {
+  [[ " $* " == *" changed "* ]] && systemctl daemon-reload
+  return 0
+}
+
+# A service unit's state in one word (active, inactive, failed...).
+unit_state() { systemctl is-active "$1" 2>/dev/null || true; }
+
+# Debian codename of the node, for third-party apt repositories.
+os_codename() {
+  local f
+  f=$(sysroot /etc/os-release)
+  [[ -r $f ]] || die "$f is missing; cannot tell the distribution"
+  # shellcheck disable=SC1090
+  (. "$f" && echo "${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}")
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bats
+# Bad input to `make lab-up`, `make bench`, `make lab-down`: one clear line, exit
+# status 2, and nothing half-built. Each test works in a throwaway copy of the kit
+# tree (PFSLAB_ROOT), so a lab running in the real checkout is neither seen nor touched.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+setup() {
+  KIT=$BATS_TEST_TMPDIR/kit
+  mkdir -p "$KIT/labs"
+  for entry in scripts reframe terraform .venv requirements.txt; do
+    ln -s "$REPO/$entry" "$KIT/$entry"
+  done
+  cp "$REPO"/labs/*.yaml "$REPO/labs/schema.json" "$KIT/labs/"
+  export PFSLAB_ROOT=$KIT
+  ip netns list 2>/dev/null | sort >"$BATS_TEST_TMPDIR/netns.before"
+  [[ -x $REPO/.venv/bin/python ]] || skip "the kit's Python environment is missing: run 'make deps'"
+}
+
+# Nothing of a lab may appear: no state, no namespaces, no bridge of the test's own.
+assert_nothing_built() {
+  local lab=$1
+  assert [ ! -e "$KIT/build/$lab" ]
+  assert [ ! -e "$KIT/build/active-lab" ]
+  ip netns list 2>/dev/null | sort >"$BATS_TEST_TMPDIR/netns.after"
+  run diff "$BATS_TEST_TMPDIR/netns.before" "$BATS_TEST_TMPDIR/netns.after"
+  assert_success
+}
+
+@test "lab-up of an unknown lab names the labs that exist" {
+  run "$KIT/scripts/lab" up nope
+  assert_failure 2
+  assert_output --regexp "^\[lab\] error: unknown lab 'nope'; labs that exist: .*local"
+  assert_equal "${#lines[@]}" 1
+  assert_nothing_built nope
+}
+
+# Derive a lab file from local.yaml with sed; fail the test if sed changed nothing
+# (a valid lab file would really come up).
+derive_lab() {
+  local name=$1 expression=$2
+  sed -e "$expression" -e "s/^name: local\$/name: $name/" "$REPO/labs/local.yaml" >"$KIT/labs/$name.yaml"
+  run diff <(sed "s/^name: local\$/name: $name/" "$REPO/labs/local.yaml") "$KIT/labs/$name.yaml"
+  assert_failure 1
+}
+
+@test "lab-up of a lab file with a bad field names the field" {
+  derive_lab broken 's/^    pool_size: 2$/    pool_size: two/'
+  run "$KIT/scripts/lab" up broken
+  assert_failure 2
+  assert_output --partial "labs/broken.yaml: filesystem.ceph.pool_size: 'two' is not of type 'integer'"
+  assert_equal "${#lines[@]}" 1
+  assert_nothing_built broken
+}
+
+@test "lab-up of a lab file with an unknown field lists the allowed ones" {
+  derive_lab typo 's/^  mount: \/mnt\/pfslab\/local$/  mountpoint: \/mnt\/x/'
+  run "$KIT/scripts/lab" up typo
+  assert_failure 2
+  assert_output --partial "filesystem.mountpoint: unknown field; allowed here: "
+  assert_nothing_built typo
+}
+
+@test "bench with no lab up says to run make lab-up" {
+  run "$KIT/scripts/bench"
+  assert_failure 2
+  assert_output "[bench] error: no lab is up; run 'make lab-up' first (LAB=local by default)"
+  assert [ ! -e "$KIT/build/runs" ]
+}
+
+@test "bench with a bad MODE names it and what is allowed" {
+  mkdir -p "$KIT/build/local"
+  echo local >"$KIT/build/active-lab"
+  echo '{"target": "local"}' >"$KIT/build/local/inventory.json"
+  PFSLAB_MODE=fast run "$KIT/scripts/bench"
+  assert_failure 2
+  assert_output "[bench] error: MODE=fast is not allowed; allowed: quick, full"
+  assert [ ! -e "$KIT/build/runs" ]
+}
+
+@test "lab-status with no lab up says so" {
+  run "$KIT/scripts/lab" status
+  assert_failure 2
+  assert_output "[lab] error: no lab is up; run 'make lab-up' first"
+}
+
+@test "lab-down with no lab up has nothing to do" {
+  run "$KIT/scripts/lab" down
+  assert_success
+  assert_output "[lab] no lab is up; nothing to take down"
+}
+
+@test "a second lab cannot come up beside the running one" {
+  mkdir -p "$KIT/build"
+  echo nss73-ha >"$KIT/build/active-lab"
+  [[ -e $KIT/labs/nss73-ha.yaml ]] || derive_lab nss73-ha 's/^title: .*/title: stand-in/'
+  [[ -c /dev/fuse && $(id -u) -eq 0 ]] || skip "needs root and /dev/fuse to get past the preflight"
+  run "$KIT/scripts/lab" up local
+  assert_failure 2
+  assert_output --partial "lab nss73-ha is up; bring it down first ('make lab-down') or run with LAB=nss73-ha"
+  assert [ ! -e "$KIT/build/local" ]
+}
+
+@test "lab-up without root says so before anything starts" {
+  [[ $(id -u) -eq 0 ]] || skip "needs root to drop to another user"
+  command -v setpriv >/dev/null || skip "setpriv (util-linux) is missing"
+  local dir=$KIT
+  while [[ $dir != / ]]; do chmod a+rx "$dir"; dir=$(dirname "$dir"); done
+  run setpriv --reuid=65534 --regid=65534 --clear-groups env PFSLAB_ROOT="$KIT" HOME=/tmp "$KIT/scripts/lab" up local
+  assert_failure 2
+  assert_output --regexp "needs root|run this as root"
+  assert_nothing_built local
+}
+
+@test "lab-up without /dev/fuse says so before anything starts" {
+  [[ $(id -u) -eq 0 ]] || skip "needs root to hide /dev/fuse in a private mount namespace"
+  touch "$BATS_TEST_TMPDIR/not-a-device"
+  run unshare --mount --propagation private bash -c \
+    'mount --bind "$1" /dev/fuse && exec "$2" up local' _ "$BATS_TEST_TMPDIR/not-a-device" "$KIT/scripts/lab"
+  assert_failure 2
+  assert_output --partial "/dev/fuse is missing; the lab's ceph-fuse clients need FUSE"
+  assert_nothing_built local
+}
+
+@test "make lab-up LAB=nope through the Makefile" {
+  run make -s -C "$REPO" lab-up LAB=nope PFSLAB_ROOT="$KIT"
+  assert_failure
+  assert_output --partial "unknown lab 'nope'; labs that exist:"
+  assert_nothing_built nope
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016
+# The BeeGFS role against command shims: the seed's layout (seed 002, 3.2-3.7, 4, 4.1,
+# A.4) becomes exact nvme/mdadm/mkfs/beegfs-setup/systemctl/beegfs-ctl command lines.
+
+load helpers
+
+setup() {
+  sandbox
+  common_shims
+  nvme_shim
+  shim mdadm '
+if [[ $1 == --create ]]; then mkdir -p "$PFSLAB_SYSROOT/dev/md"; : >"$PFSLAB_SYSROOT$2"; fi
+if [[ $1 == --detail ]]; then echo "ARRAY $3 metadata=1.2 name=$(basename "$3") UUID=00:$(basename "$3")"; fi'
+  for s in meta storage; do
+    shim "beegfs-setup-$s" '
+while getopts "c:p:s:S:i:m:" o; do [[ $o == p ]] && p=$OPTARG; done
+mkdir -p "$PFSLAB_SYSROOT$p" && : >"$PFSLAB_SYSROOT$p/format.conf"'
+  done
+  shim beegfs-setup-mgmtd 'mkdir -p "$PFSLAB_SYSROOT${4}" && : >"$PFSLAB_SYSROOT${4}/format.conf"'
+  mkdir -p "$ROOT/etc/beegfs" "$ROOT/sys/devices/system/node/node0" "$ROOT/sys/devices/system/node/node1"
+  echo "0-23,48-71" >"$ROOT/sys/devices/system/node/node0/cpulist"
+  echo "24-47,72-95" >"$ROOT/sys/devices/system/node/node1/cpulist"
+  local svc
+  for svc in meta storage mgmtd client mon; do
+    printf '%s\n' "sysMgmtdHost =" "connInterfacesFile =" "tuneNumWorkers = 12" "logLevel = 2" >"$ROOT/etc/beegfs/beegfs-$svc.conf"
+  done
+  # The seed's metadata server: 12 NVMe drives on NUMA 0, 12 on NUMA 1.
+  fake_nvme 0 0 12
+  fake_nvme 1 12 12
+}
+
+@test "meta on the seed's MDS: 6 RAID1 pairs of 512 B drives on NUMA 0, ext4, one multi-mode service each" {
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta beegfs-storage)
+  role "$cfg" beegfs configure meta
+  assert_success
+  # The drives already use 512-byte LBAs (format 0): nothing is reformatted.
+  run calls nvme
+  refute_line --partial "nvme format"
+  run calls mdadm
+  assert_line --index 0 "mdadm --create /dev/md/pfs_meta0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/nvme0n1 /dev/nvme1n1"
+  assert_line "mdadm --create /dev/md/pfs_meta5 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/nvme10n1 /dev/nvme11n1"
+  [ "$(calls mdadm | grep -c -- --create)" -eq 6 ]
+  run calls mkfs.ext4
+  assert_line --index 0 "mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md/pfs_meta0"
+  [ "${#lines[@]}" -eq 6 ]
+  run calls beegfs-setup-meta
+  assert_line --index 0 "beegfs-setup-meta -c $ROOT/etc/beegfs/meta0.d/beegfs-meta.conf -p /data/beegfs/meta0/beegfs_meta -s 1 -S mds0-numa0-meta0 -m mgmt0"
+  assert_line --index 5 "beegfs-setup-meta -c $ROOT/etc/beegfs/meta5.d/beegfs-meta.conf -p /data/beegfs/meta5/beegfs_meta -s 6 -S mds0-numa0-meta5 -m mgmt0"
+  run calls mount
+  assert_line --index 0 "mount /data/beegfs/meta0"
+  grep -qx "UUID=uuid_dev_md_pfs_meta0 /data/beegfs/meta0 ext4 noatime,nodiratime 0 0" "$ROOT/etc/fstab"
+  grep -qx "ARRAY /dev/md/pfs_meta0 metadata=1.2 name=pfs_meta0 UUID=00:pfs_meta0" "$ROOT/etc/mdadm/mdadm.conf"
+  # The seed's metadata tuning, the instance's own port and interfaces.
+  conf=$ROOT/etc/beegfs/meta1.d/beegfs-meta.conf
+  grep -qx "tuneTargetChooser = roundrobin" "$conf"
+  grep -qx "tuneNumWorkers = 24" "$conf"
+  grep -qx "connMaxInternodeNum = 32" "$conf"
+  grep -qx "connMetaPortTCP = 8015" "$conf"
+  grep -qx "connMetaPortUDP = 8015" "$conf"
+  grep -qx "sysMgmtdHost = mgmt0" "$conf"
+  grep -qx "connInterfacesFile = /etc/beegfs/meta1.d/connInterfacesFile" "$conf"
+  [ "$(cat "$ROOT/etc/beegfs/meta1.d/connInterfacesFile")" = ib0 ]
+  # NUMA pinning: a systemd drop-in per instance, then one daemon-reload.
+  dropin=$ROOT/etc/systemd/system/beegfs-meta@meta3.service.d/90-pfslab-numa.conf
+  grep -qx "CPUAffinity=0-23,48-71" "$dropin"
+  grep -qx "NUMAPolicy=bind" "$dropin"
+  grep -qx "NUMAMask=0" "$dropin"
+  [ "$(calls systemctl)" = "systemctl daemon-reload" ]
+}
+
+@test "storage on the seed's MDS: NUMA 1 drives formatted to 4 KiB, 3 RAID0 groups of 4, XFS, pinned to NUMA 1" {
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta beegfs-storage)
+  role "$cfg" beegfs configure storage
+  assert_success
+  run calls nvme
+  assert_line "nvme format /dev/nvme12n1 --lbaf=1 --ses=0 --force"
+  assert_line "nvme format /dev/nvme23n1 --lbaf=1 --ses=0 --force"
+  [ "$(calls nvme | grep -c '^nvme format')" -eq 12 ]
+  run calls mdadm
+  assert_line "mdadm --create /dev/md/pfs_stor0 --run --level=0 --raid-devices=4 --metadata=1.2 /dev/nvme12n1 /dev/nvme13n1 /dev/nvme14n1 /dev/nvme15n1"
+  assert_line "mdadm --create /dev/md/pfs_stor2 --run --level=0 --raid-devices=4 --metadata=1.2 /dev/nvme20n1 /dev/nvme21n1 /dev/nvme22n1 /dev/nvme23n1"
+  run calls mkfs.xfs
+  assert_output "$(printf 'mkfs.xfs /dev/md/pfs_stor%s\n' 0 1 2)"
+  run calls beegfs-setup-storage
+  assert_output "$(for k in 0 1 2; do echo "beegfs-setup-storage -c $ROOT/etc/beegfs/storage$k.d/beegfs-storage.conf -p /data/beegfs/stor$k/beegfs_storage -s $((k + 1)) -S mds0-numa1-storage$k -i $((k + 1)) -m mgmt0"; done)"
+  conf=$ROOT/etc/beegfs/storage2.d/beegfs-storage.conf
+  grep -qx "tuneNumWorkers = 32" "$conf"
+  grep -qx "connMaxInternodeNum = 12" "$conf"
+  grep -qx "connStoragePortTCP = 8023" "$conf"
+  [ "$(cat "$ROOT/etc/beegfs/storage2.d/connInterfacesFile")" = ib1 ]
+  grep -qx "CPUAffinity=24-47,72-95" "$ROOT/etc/systemd/system/beegfs-storage@storage0.service.d/90-pfslab-numa.conf"
+  grep -qx "NUMAMask=1" "$ROOT/etc/systemd/system/beegfs-storage@storage0.service.d/90-pfslab-numa.conf"
+}
+
+@test "a dedicated storage server: one service per NUMA zone with 3 targets each, ids from id_base" {
+  cfg=$(node_config beegfs.json ss1 ss 1 10.10.0.3 beegfs-storage)
+  role "$cfg" beegfs configure storage
+  assert_success
+  run calls beegfs-setup-storage
+  assert_line --index 0 "beegfs-setup-storage -c $ROOT/etc/beegfs/storage0.d/beegfs-storage.conf -p /data/beegfs/stor0/beegfs_storage -s 201 -S ss1-numa0-storage0 -i 201 -m mgmt0"
+  assert_line --index 2 "beegfs-setup-storage -c $ROOT/etc/beegfs/storage0.d/beegfs-storage.conf -p /data/beegfs/stor2/beegfs_storage -s 201 -S ss1-numa0-storage0 -i 203 -m mgmt0"
+  assert_line --index 3 "beegfs-setup-storage -c $ROOT/etc/beegfs/storage1.d/beegfs-storage.conf -p /data/beegfs/stor3/beegfs_storage -s 202 -S ss1-numa1-storage1 -i 204 -m mgmt0"
+  assert_line --index 5 "beegfs-setup-storage -c $ROOT/etc/beegfs/storage1.d/beegfs-storage.conf -p /data/beegfs/stor5/beegfs_storage -s 202 -S ss1-numa1-storage1 -i 206 -m mgmt0"
+  run calls mdadm
+  assert_line "mdadm --create /dev/md/pfs_stor3 --run --level=0 --raid-devices=4 --metadata=1.2 /dev/nvme12n1 /dev/nvme13n1 /dev/nvme14n1 /dev/nvme15n1"
+  [ "$(calls nvme | grep -c '^nvme format')" -eq 24 ]
+}
+
+@test "configure is idempotent: the second run formats, creates and initialises nothing" {
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta beegfs-storage)
+  role "$cfg" beegfs configure storage
+  assert_success
+  : >"$SHIM_LOG"
+  role "$cfg" beegfs configure storage
+  assert_success
+  run calls
+  refute_line --partial "nvme format"
+  refute_line --partial "mdadm --create"
+  refute_line --partial "mkfs."
+  refute_line --partial "beegfs-setup-storage"
+  refute_line --partial "mount /data"
+  refute_line "systemctl daemon-reload"
+  [ "$(grep -c pfs_stor0 "$ROOT/etc/fstab")" -eq 1 ]
+}
+
+@test "start enables one unit per service; health checks units, mounts and LBA formats" {
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta beegfs-storage)
+  role "$cfg" beegfs up storage
+  assert_success
+  run calls systemctl
+  assert_line "systemctl enable --now beegfs-storage@storage0.service"
+  assert_line "systemctl enable --now beegfs-storage@storage2.service"
+  role "$cfg" beegfs health storage
+  assert_success
+  assert_output "beegfs-storage@mds0: 3 service(s) active, targets mounted, 12 drive(s) at 4096-byte LBAs"
+  # A drive put back to 512-byte sectors is a finding of the device preflight.
+  echo 0 >"$SHIM_STATE/lbaf/nvme13n1"
+  role "$cfg" beegfs health storage
+  assert_failure 1
+  assert_output "beegfs-storage@mds0: /dev/nvme13n1 uses LBA format 0, not the 4096-byte format 1"
+}
+
+@test "a layout needing more drives than the NUMA node has fails with one line" {
+  rm -rf "$ROOT/sys/class/nvme/nvme23"
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-storage)
+  role "$cfg" beegfs configure storage
+  assert_failure 2
+  assert_output "[beegfs:storage@mds0] error: beegfs storage: NUMA node 1 has 11 NVMe drive(s) left for this layout; target 2 needs 4 more (used 8)"
+  [ -z "$(calls mdadm)" ]
+}
+
+@test "client: mgmt host, client tuning, beegfs-mounts.conf; the first client sets the seed's stripe pattern" {
+  cfg=$(node_config beegfs.json cli0 cli 0 10.10.1.1 beegfs-client)
+  echo "/mnt/beegfs beegfs beegfs_nodev" >"$SHIM_STATE/mounts"
+  shim beegfs-ctl 'exit 0'
+  role "$cfg" beegfs up client
+  assert_success
+  conf=$ROOT/etc/beegfs/beegfs-client.conf
+  grep -qx "sysMgmtdHost = mgmt0" "$conf"
+  grep -qx "connMaxInternodeNum = 24" "$conf"
+  grep -qx "connInterfacesFile = /etc/beegfs/client-connInterfacesFile" "$conf"
+  [ "$(cat "$ROOT/etc/beegfs/beegfs-mounts.conf")" = "/mnt/beegfs /etc/beegfs/beegfs-client.conf" ]
+  run calls systemctl
+  assert_output "systemctl is-active beegfs-client.service
+systemctl enable --now beegfs-client.service"
+  run calls beegfs-ctl
+  assert_output "beegfs-ctl --getentryinfo --mount=/mnt/beegfs /mnt/beegfs/benchmark
+beegfs-ctl --setpattern --mount=/mnt/beegfs --chunksize=2m --numtargets=3 /mnt/beegfs/benchmark"
+}
+
+@test "client: a pattern already in place is left alone; other clients never set it" {
+  echo "/mnt/beegfs beegfs beegfs_nodev" >"$SHIM_STATE/mounts"
+  shim beegfs-ctl 'printf "%s\n" "Stripe pattern details:" "+ Type: RAID0" "+ Chunksize: 2M" "+ Number of storage targets: desired: 3"'
+  cfg=$(node_config beegfs.json cli0 cli 0 10.10.1.1 beegfs-client)
+  role "$cfg" beegfs up client
+  assert_success
+  run calls beegfs-ctl
+  assert_output "beegfs-ctl --getentryinfo --mount=/mnt/beegfs /mnt/beegfs/benchmark"
+  : >"$SHIM_LOG"
+  cfg=$(node_config beegfs.json cli1 cli 1 10.10.1.2 beegfs-client)
+  role "$cfg" beegfs start client
+  assert_success
+  [ -z "$(calls beegfs-ctl)" ]
+}
+
+@test "client of BeeGFS 7.1 also starts beegfs-helperd" {
+  echo "/mnt/beegfs beegfs beegfs_nodev" >"$SHIM_STATE/mounts"
+  shim beegfs-ctl
+  cfg=$(node_config beegfs.json cli1 cli 1 10.10.1.2 beegfs-client)
+  jq '.filesystem.beegfs.repo.version = "7.1.3"' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
+  role "$cfg" beegfs start client
+  assert_success
+  run calls systemctl
+  assert_line "systemctl enable --now beegfs-helperd.service"
+  assert_line "systemctl enable --now beegfs-client.service"
+}
+
+@test "install adds ThinkParQ's repository for the lab's version and installs the component" {
+  mkdir -p "$ROOT/etc"
+  echo "VERSION_CODENAME=bookworm" >"$ROOT/etc/os-release"
+  shim curl 'while (($#)); do [[ $1 == -o ]] && echo KEY >"$2"; shift; done'
+  shim dpkg-query 'exit 1'
+  shim apt-get
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
+  role "$cfg" beegfs install meta
+  assert_success
+  run calls
+  assert_line --index 0 "curl -fsSL https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs -o $ROOT/etc/apt/keyrings/beegfs.asc"
+  assert_line "apt-get update -q"
+  assert_line "apt-get install -y -q beegfs-meta beegfs-utils nvme-cli mdadm e2fsprogs jq"
+  [ "$(cat "$ROOT/etc/apt/sources.list.d/beegfs.list")" = "deb [arch=amd64 signed-by=/etc/apt/keyrings/beegfs.asc] https://www.beegfs.io/release/beegfs_7.4.5 bookworm non-free" ]
+}
+
+@test "mgmt: setup once, then the unit" {
+  cfg=$(node_config beegfs.json mgmt0 mgmt 0 10.10.0.9 beegfs-mgmt)
+  role "$cfg" beegfs up mgmt
+  assert_success
+  run calls
+  assert_line "beegfs-setup-mgmtd -c $ROOT/etc/beegfs/beegfs-mgmtd.conf -p /data/beegfs/mgmtd"
+  assert_line "systemctl enable --now beegfs-mgmtd.service"
+  : >"$SHIM_LOG"
+  role "$cfg" beegfs up mgmt
+  run calls
+  refute_line --partial beegfs-setup-mgmtd
+  refute_line --partial "enable --now"
+}
+
+@test "health cluster counts Online/Good targets through the management host" {
+  shim beegfs-ctl 'printf "%s\n" "TargetID     Reachability  Consistency   NodeID" "========     ============  ===========   ======" \
+    "       1           Online         Good        1" "       2           Online         Good        2"
+[[ $* == *storage* ]] && echo "       3          Offline         Good        3"; exit 0'
+  cfg=$(node_config beegfs.json mgmt0 mgmt 0 10.10.0.9 beegfs-mgmt)
+  role "$cfg" beegfs health cluster
+  assert_failure 1
+  assert_output "beegfs: 2/2 meta targets online and good, 2/3 storage targets online and good"
+  assert_equal "$(calls beegfs-ctl | head -n 1)" "beegfs-ctl --sysMgmtdHost=mgmt0 --listtargets --nodetype=meta --state"
+}
+
+@test "bad action or component: one line, exit 2" {
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
+  role "$cfg" beegfs configure frobnicator
+  assert_failure 2
+  assert_output "[beegfs:frobnicator@mds0] error: component 'frobnicator' is not one of mgmt, meta, storage, client, mon, cluster (usage: beegfs ACTION COMPONENT)"
+  role "$cfg" beegfs explode meta
+  assert_failure 2
+  assert_output "[beegfs:meta@mds0] error: action 'explode' is not one of install, configure, start, up, stop, health"
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016
+# The GPFS role against command shims (seeds 000/004, PixStor: 8 MiB blocks split into
+# 256 subblocks of 32 KiB, scatter allocation, pagepool 16 GiB). GPFS is licensed:
+# nothing here runs it, and the role must refuse when the user's installer is absent.
+
+load helpers
+
+setup() {
+  sandbox
+  common_shims
+  shim ssh
+  shim uname 'echo 6.1.0-test-amd64'
+  # GPFS state: $SHIM_STATE/cluster once mmcrcluster ran, $SHIM_STATE/fs once mmcrfs ran.
+  shim mmlscluster '[[ -e $SHIM_STATE/cluster ]]'
+  shim mmcrcluster ': >"$SHIM_STATE/cluster"'
+  shim mmchlicense
+  shim mmchconfig
+  shim mmcrnsd
+  shim mmlsnsd 'if [[ $1 == -F ]]; then printf "%s\n" "" " File system   Disk name    NSD servers" "---------------------------------------------------------------------------" \
+    " (free disk)   nsd0_data0   nsd0" " (free disk)   nsd0_meta0   nsd0" " (free disk)   nsd1_data0   nsd1"; fi; exit 0'
+  shim mmlsfs '[[ -e $SHIM_STATE/fs ]]'
+  shim mmcrfs ': >"$SHIM_STATE/fs"'
+  shim mmgetstate 'echo " Node number  Node name        GPFS state"; echo "       1      ${2:-mgr0}           active"'
+  shim mmstartup
+  shim mmmount
+  mkdir -p "$ROOT/dev/mapper"
+  : >"$ROOT/dev/mapper/data0"
+  : >"$ROOT/dev/mapper/meta0"
+}
+
+@test "install refuses with one line when the lab names no installer or it is not on the node" {
+  cfg=$(node_config gpfs.json mgr0 mgr 0 10.20.0.1 gpfs-manager)
+  role "$cfg" gpfs install manager
+  assert_failure 2
+  assert_output "[gpfs:manager@mgr0] error: GPFS installer /root/Spectrum_Scale_Data_Management-5.0.4.2-x86_64-Linux-install is not on this node; GPFS is licensed, so bring IBM's installer (it is never downloaded)"
+  jq 'del(.filesystem.gpfs.installer)' "$cfg" >"$cfg.none"
+  role "$cfg.none" gpfs install manager
+  assert_failure 2
+  assert_output "[gpfs:manager@mgr0] error: filesystem.gpfs.installer is not set; GPFS is licensed: copy IBM's installer to the node and give its path"
+  [ -z "$(calls)" ]
+}
+
+@test "install runs the user's installer, installs its packages and builds the portability layer" {
+  cfg=$(node_config gpfs.json mgr0 mgr 0 10.20.0.1 gpfs-manager)
+  mkdir -p "$ROOT/root"
+  cat >"$ROOT/root/Spectrum_Scale_Data_Management-5.0.4.2-x86_64-Linux-install" <<'EOF'
+#!/bin/bash
+echo "installer $*" >>"$SHIM_LOG"
+d=$PFSLAB_SYSROOT/usr/lpp/mmfs/5.0.4.2/gpfs_debs
+mkdir -p "$d"
+for p in gpfs.base_5.0.4-2 gpfs.gpl_5.0.4-2 gpfs.gskit_8.0.50-86 gpfs.msg.en-us_5.0.4-2 gpfs.docs_5.0.4-2; do : >"$d/${p}_amd64.deb"; done
+EOF
+  shim dpkg-query 'exit 1'
+  shim apt-get
+  shim dpkg
+  shim mmbuildgpl
+  role "$cfg" gpfs install manager
+  assert_success
+  d=$ROOT/usr/lpp/mmfs/5.0.4.2/gpfs_debs
+  run calls
+  assert_line --index 0 "installer --silent"
+  assert_line "apt-get install -y -q build-essential linux-headers-6.1.0-test-amd64 ksh"
+  assert_line "dpkg -i $d/gpfs.base_5.0.4-2_amd64.deb $d/gpfs.gpl_5.0.4-2_amd64.deb $d/gpfs.gskit_8.0.50-86_amd64.deb $d/gpfs.docs_5.0.4-2_amd64.deb"
+  assert_line "mmbuildgpl"
+}
+
+@test "manager: mmcrcluster once, then pagepool and the lab's config in one mmchconfig" {
+  cfg=$(node_config gpfs.json mgr0 mgr 0 10.20.0.1 gpfs-manager)
+  role "$cfg" gpfs up manager
+  assert_success
+  run calls
+  assert_line --index 1 "mmcrcluster -N mgr0:quorum-manager -C pixstor-capex -r /usr/bin/ssh -R /usr/bin/scp -A"
+  assert_line --index 2 "mmchlicense server --accept -N mgr0"
+  assert_line --index 3 "mmchconfig pagepool=16G,maxMBpS=20000"
+  : >"$SHIM_LOG"
+  role "$cfg" gpfs configure manager
+  run calls
+  refute_line --partial mmcrcluster
+}
+
+@test "nsd: joins through the manager over ssh and creates its NSDs from the lab's list" {
+  cfg=$(node_config gpfs.json nsd0 nsd 0 10.20.0.2 gpfs-nsd)
+  role "$cfg" gpfs configure nsd
+  assert_success
+  run calls
+  assert_line --index 1 "ssh -n -o BatchMode=yes mgr0 /usr/lpp/mmfs/bin/mmaddnode -N nsd0"
+  assert_line --index 2 "ssh -n -o BatchMode=yes mgr0 /usr/lpp/mmfs/bin/mmchlicense server --accept -N nsd0"
+  stanza=$BATS_TEST_TMPDIR/node/nsd0/state/gpfs-nsd.stanza
+  assert_line "mmcrnsd -F $stanza"
+  assert_equal "$(cat "$stanza")" "%nsd: device=/dev/mapper/data0 nsd=nsd0_data0 servers=nsd0 usage=dataOnly failureGroup=1 pool=data
+%nsd: device=/dev/mapper/meta0 nsd=nsd0_meta0 servers=nsd0 usage=metadataOnly failureGroup=1 pool=system"
+}
+
+@test "first client: mmcrfs with the seed's block size, metadata block size, scatter, then mmmount" {
+  cfg=$(node_config gpfs.json cli0 cli 0 10.20.1.1 gpfs-client)
+  : >"$SHIM_STATE/cluster"
+  role "$cfg" gpfs up client
+  assert_success
+  stanza=$BATS_TEST_TMPDIR/node/cli0/state/gpfs-fs.stanza
+  assert_equal "$(calls mmcrfs)" "mmcrfs mmfs1 -F $stanza -B 8M --metadata-block-size 2M -j scatter -i 4096 -T /mmfs1 -A yes"
+  assert_equal "$(calls mmmount)" "mmmount mmfs1"
+  assert_equal "$(cat "$stanza")" "%nsd: nsd=nsd0_data0 usage=dataOnly failureGroup=1 pool=data
+%nsd: nsd=nsd0_meta0 usage=metadataOnly failureGroup=1 pool=system
+%nsd: nsd=nsd1_data0 usage=dataOnly failureGroup=2 pool=data"
+  # Other clients wait for the file system and only mount it.
+  : >"$SHIM_LOG"
+  cfg=$(node_config gpfs.json cli1 cli 1 10.20.1.2 gpfs-client)
+  role "$cfg" gpfs start client
+  assert_success
+  [ -z "$(calls mmcrfs)" ]
+  assert_equal "$(calls mmmount)" "mmmount mmfs1"
+}
+
+@test "a subblock count that does not divide the block size is refused before mmcrfs" {
+  cfg=$(node_config gpfs.json cli0 cli 0 10.20.1.1 gpfs-client)
+  jq '.filesystem.gpfs.subblocks_per_block = 3' "$cfg" >"$cfg.bad"
+  role "$cfg.bad" gpfs start client
+  assert_failure 2
+  assert_output --partial "error: filesystem.gpfs: 3 subblocks do not divide a 8M block into whole KiB"
+  [ -z "$(calls mmcrfs)" ]
+}
+
+mmlsfs_output() {
+  shim mmlsfs "printf '%s\n' 'flag                value                    description' \
+'------------------- ------------------------ -----------------------------------' \
+' -f                 8192                     Minimum fragment (subblock) size in bytes (system pool)' \
+'                    $1                    Minimum fragment (subblock) size in bytes (other pools)' \
+' -B                 2097152                  Block size (system pool)' \
+'                    8388608                  Block size (other pools)' \
+' -j                 scatter                  Block allocation type'"
+}
+
+@test "health cluster: block size, 256 subblocks of 32 KiB, scatter and pagepool as the lab says" {
+  cfg=$(node_config gpfs.json mgr0 mgr 0 10.20.0.1 gpfs-manager)
+  shim mmgetstate 'printf "%s\n" " Node number  Node name        GPFS state" "       1      mgr0             active" "       2      nsd0             active"'
+  shim mmlsconfig 'echo "pagepool 16G"'
+  mmlsfs_output 32768
+  role "$cfg" gpfs health cluster
+  assert_success
+  assert_output "gpfs: every node active; mmfs1: block 8388608, 256 subblocks, scatter allocation, pagepool 16G"
+  assert_equal "$(calls mmlsfs)" "mmlsfs mmfs1 -B -f -j"
+  mmlsfs_output 16384
+  shim mmgetstate 'printf "%s\n" " Node number  Node name        GPFS state" "       1      mgr0             active" "       2      nsd0             down"'
+  shim mmlsconfig 'echo "pagepool 1G"'
+  role "$cfg" gpfs health cluster
+  assert_failure 1
+  assert_output "gpfs: nodes not active: nsd0=down 512 subblocks of 16 KiB (lab: 256) pagepool 1G (lab: 16G)"
+}
+
+@test "bad action or component: one line, exit 2" {
+  cfg=$(node_config gpfs.json mgr0 mgr 0 10.20.0.1 gpfs-manager)
+  role "$cfg" gpfs configure protocol
+  assert_failure 2
+  assert_output "[gpfs:protocol@mgr0] error: component 'protocol' is not one of manager, nsd, client, cluster (usage: gpfs ACTION COMPONENT)"
+  role "$cfg" gpfs restart manager
+  assert_failure 2
+  assert_output "[gpfs:manager@mgr0] error: action 'restart' is not one of install, configure, start, up, stop, health"
+}
