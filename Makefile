@@ -9,12 +9,13 @@ SHELL := /bin/bash
 
 LAB ?= local
 MODE ?=
+REPEAT ?= 3
 REFRAME_ARGS ?=
 PYTHON := .venv/bin/python
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps lab-up lab-down lab-status bench demo test test-python test-bats test-terraform lint
+.PHONY: help deps lab-up lab-down lab-status bench baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -39,6 +40,12 @@ lab-status: ## Show the running lab's nodes, roles, health and mounts
 bench: ## Run the running lab's workloads with ReFrame; keep the run under build/runs/
 	scripts/bench $(REFRAME_ARGS)
 
+baseline: ## Run the suite REPEAT times (default 3) and write the lab's references from the spread
+	REPEAT=$(REPEAT) scripts/baseline $(REFRAME_ARGS)
+
+overhead: ## Same benchmark by hand and through the kit, alternating: prints the kit/hand ratio
+	scripts/bench-overhead
+
 demo: ## deps, local lab up, quick suite, verdict table: the first command on a new machine
 	scripts/demo
 
@@ -55,3 +62,6 @@ test-terraform: ## terraform fmt -check, validate and test of every provider-fre
 
 lint: ## shellcheck every shell script; mypy the Python package
 	scripts/lint
+
+test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down (root; CI runs it)
+	bats tests/lab

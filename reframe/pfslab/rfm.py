@@ -57,6 +57,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
     maintainers = ["pfslab"]
     #: Where to put the benchmark's files inside the file system (default: the lab's).
     scratch_root = variable(str, value="")
+    #: Why the test was skipped: ReFrame's report keeps variables, not skip messages.
+    skip_reason = variable(str, value="")
 
     # Set in init: the lab file and the workload of this case.
     lab: dict[str, Any]
@@ -91,12 +93,12 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         case: workloads.Case = self.case
         clients, inventory = self._clients()
         if inventory is None and not self.is_dry_run():
-            self.skip(f"lab {case.lab} is not up; run 'make lab-up LAB={case.lab}'")
+            self._skip(f"lab {case.lab} is not up; run 'make lab-up LAB={case.lab}'")
         tool = self.workload["tool"]
         tool_path = shutil.which(tool, path=tool_search_path())
         if tool_path is None:
             if not self.is_dry_run():
-                self.skip(
+                self._skip(
                     f"{tool} is not installed: not found in PFSLAB_TOOL_PATH, the toolchain view or PATH "
                     f"(install it with 'make toolchain', or set PFSLAB_TOOL_PATH)"
                 )
@@ -125,6 +127,10 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             for p in [step.output]
         ]
         self._set_references()
+
+    def _skip(self, reason: str) -> None:
+        self.skip_reason = reason
+        self.skip(reason)
 
     def _write_job(self, scratch_dir: str) -> None:
         drops = self.lab.get("os_tuning", {}).get("drop_caches", "never")

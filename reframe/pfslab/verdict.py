@@ -70,7 +70,8 @@ def rows(report: dict[str, Any]) -> list[Row]:
         result = tc.get("result")
         perf = tc.get("perfvalues") or {}
         if result == "skip":
-            out.append(Row(test, workload, threads, "-", None, "", None, None, None, "skip", tc.get("fail_reason") or ""))
+            reason = tc.get("skip_reason") or tc.get("fail_reason") or "skipped (no reason recorded)"
+            out.append(Row(test, workload, threads, "-", None, "", None, None, None, "skip", reason))
             continue
         if result in ("fail", "abort") and not perf:
             reason = (tc.get("fail_reason") or "").splitlines()[0] if tc.get("fail_reason") else ""

@@ -1,0 +1,66 @@
+"""Verdict tables from real run directories (tests/fixtures/runs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pfslab import verdict
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+KIT = Path(__file__).resolve().parents[2]
+
+
+def rows_of(name: str) -> list[verdict.Row]:
+    return verdict.rows(verdict.load_report(RUNS / name))
+
+
+def test_every_verdict_kind_from_one_real_run() -> None:
+    by = {(r.test, r.figure): r for r in rows_of("local-mixed-verdicts")}
+    assert by[("Fio", "write_iops")].verdict == "pass" and by[("Fio", "write_iops")].reference == 10
+    assert by[("Fio", "read_iops")].verdict == "no reference" and by[("Fio", "read_iops")].measured
+    assert by[("IOzone", "write")].verdict == "fail"
+    assert by[("IOzone", "write")].reason == "outside >= 9000 MiB/s"
+    skip = by[("IOR", "-")]
+    assert skip.verdict == "skip" and skip.reason.startswith("ior is not installed")
+    assert verdict.summary(list(by.values()))["overall"] == "fail"
+
+
+def test_a_failed_benchmark_is_a_failure_with_its_reason() -> None:
+    (row,) = rows_of("local-sanity-failure")
+    assert (row.verdict, row.figure, row.threads) == ("fail", "-", 2)
+    assert "step 1 (fio) exited with status 1" in row.reason
+
+
+def test_figures_without_references_give_no_verdict_not_a_pass() -> None:
+    rows = rows_of("local-quick-suite")
+    assert len(rows) == 42
+    assert {r.verdict for r in rows} == {"no reference"}
+    assert verdict.summary(rows)["overall"] == "no verdict"
+
+
+def test_the_table_has_one_line_per_figure_and_a_summary() -> None:
+    text = verdict.table(rows_of("local-mixed-verdicts"))
+    lines = text.splitlines()
+    assert lines[0].split() == ["test", "workload", "threads", "figure", "measured", "reference", "verdict"]
+    assert len(lines) == 1 + 5 + 1
+    assert lines[-1] == "verdict: FAIL  (1 pass, 1 fail, 1 skipped, 2 without reference)"
+
+
+def test_a_directory_without_report_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(verdict.ReportError, match="has no report.json"):
+        verdict.load_report(tmp_path)
+
+
+def test_cli_exit_status_follows_the_verdict() -> None:
+    def run(name: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(KIT / "scripts" / "pfslab"), "verdict", "--json", str(RUNS / name)],
+                              capture_output=True, text=True, check=False)
+
+    failed, quiet = run("local-mixed-verdicts"), run("local-quick-suite")
+    assert failed.returncode == 1 and json.loads(failed.stdout)["summary"]["fail"] == 1
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["summary"]["overall"] == "no verdict"
