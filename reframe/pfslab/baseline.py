@@ -19,8 +19,9 @@ import yaml
 from pfslab import references
 from pfslab.units import convert
 from pfslab.verdict import final_testcases, load_report
+from pfslab.workloads import parse_case_name
 
-Key = tuple[str, str, int, str]  # workload, operation, threads, mode
+Key = tuple[str, str, int, str, int | None]  # workload, operation, threads, mode, nodes
 
 
 class BaselineError(ValueError):
@@ -43,10 +44,10 @@ def collect(run_dirs: list[Path], lab: str) -> dict[Key, list[tuple[float, str]]
         for tc in final_testcases(report):
             if tc.get("system") != lab or tc.get("result") != "pass" or not tc.get("case"):
                 continue
-            _, workload, threads = str(tc["case"]).split("/")
+            _, workload, threads, nodes = parse_case_name(str(tc["case"]))
             for name, value in (tc.get("perfvalues") or {}).items():
                 operation = name.rsplit(":", 1)[-1]
-                samples[(workload, operation, int(threads), mode)].append((float(value[0]), str(value[4])))
+                samples[(workload, operation, threads, mode, nodes)].append((float(value[0]), str(value[4])))
     return samples
 
 
@@ -59,7 +60,7 @@ def spread(values: list[float]) -> tuple[float, float]:
 
 def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy: dict[str, float]) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
-    for (workload, operation, threads, mode), found in sorted(samples.items()):
+    for (workload, operation, threads, mode, nodes), found in sorted(samples.items(), key=lambda kv: str(kv[0])):
         unit = found[0][1]
         values = [convert(v, u, unit) for v, u in found]
         if len(values) < len(runs):
@@ -68,7 +69,7 @@ def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy:
         if median <= 0:
             continue
         margin = min(max(policy["k"] * robust_sd / median, policy["min_margin"]), policy["max_margin"])
-        entries.append({
+        entry: dict[str, Any] = {
             "workload": workload,
             "operation": operation,
             "threads": threads,
@@ -82,7 +83,10 @@ def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy:
                 "where": f"median of {len(values)} runs: {', '.join(runs)}",
                 "quote": "measured " + ", ".join(f"{v:.4g}" for v in values) + f" {unit}",
             },
-        })
+        }
+        if nodes is not None:
+            entry["nodes"] = nodes
+        entries.append(entry)
     return entries
 
 

@@ -114,6 +114,11 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
             errors.append(
                 f"filesystem.ceph.pool_size: {ceph['pool_size']} replicas need at least as many OSDs; the lab has {osds}"
             )
+    for imported in data.get("imports", []):
+        if imported == stem:
+            errors.append(f"imports: lab {stem} cannot import itself")
+        elif not (LABS_DIR / f"{imported}.yaml").is_file():
+            errors.append(f"imports: unknown lab {imported!r}; labs that exist: {', '.join(lab_names())}")
     ids = [w["id"] for w in data.get("workloads", [])]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         errors.append(f"workloads: id {dup!r} is used twice")
@@ -163,16 +168,50 @@ def validate(data: Any, stem: str) -> list[str]:
     return errors
 
 
-def load(name_or_path: str, labs_dir: Path = LABS_DIR) -> dict[str, Any]:
-    """Load and validate a lab; raise :class:`LabError` on the first problem."""
-    path = lab_path(name_or_path, labs_dir)
+def _read(path: Path) -> Any:
     try:
-        data = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or "not valid YAML"
         raise LabError(f"{_display(path)}:{where}: {problem}") from None
+
+
+def merge(base: Any, override: Any) -> Any:
+    """``override`` over ``base``: mappings merge key by key; lists and values replace."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = merge(base[key], value) if key in base else value
+        return merged
+    return override
+
+
+def resolve(path: Path, labs_dir: Path = LABS_DIR, seen: tuple[str, ...] = ()) -> Any:
+    """The lab document with every ``extends`` applied (before validation)."""
+    data = _read(path)
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    base_name = data["extends"]
+    if base_name in seen or base_name == path.stem:
+        chain = " -> ".join([*seen, path.stem, base_name])
+        raise LabError(f"{_display(path)}: extends: {chain} is a cycle")
+    if "title" not in data:
+        raise LabError(f"{_display(path)}: title: a lab that extends another needs its own title")
+    # A lab file kept elsewhere may extend its neighbours or the shipped labs.
+    base_path = next((d / f"{base_name}.yaml" for d in (path.parent, labs_dir) if (d / f"{base_name}.yaml").is_file()), labs_dir / f"{base_name}.yaml")
+    if not base_path.is_file():
+        raise LabError(f"{_display(path)}: extends: unknown lab {base_name!r}; labs that exist: {', '.join(lab_names(labs_dir))}")
+    base = resolve(base_path, labs_dir, (*seen, path.stem))
+    merged = merge({k: v for k, v in base.items() if k not in ("extends", "sources", "description")}, data)
+    return merged
+
+
+def load(name_or_path: str, labs_dir: Path = LABS_DIR) -> dict[str, Any]:
+    """Load and validate a lab; raise :class:`LabError` on the first problem."""
+    path = lab_path(name_or_path, labs_dir)
+    data = resolve(path, labs_dir)
     errors = validate(data, path.stem)
     if errors:
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""

@@ -31,6 +31,7 @@ class Reference:
     workload: str
     operation: str
     threads: int | None  # None: holds for every thread count (a plateau, a derived limit)
+    nodes: int | None  # for nodes x processes sweeps: the client nodes; None otherwise
     value: float
     unit: str
     kind: str
@@ -71,11 +72,12 @@ def _entry(raw: dict[str, Any], where: str) -> Reference:
     lower, upper = tolerance.get("lower"), tolerance.get("upper")
     if not higher_is_better(raw["unit"]) and "tolerance" not in raw:
         lower, upper = (None if upper is None else -upper), (None if lower is None else -lower)
-    threads = raw.get("threads")
+    threads, nodes = raw.get("threads"), raw.get("nodes")
     return Reference(
         workload=str(raw["workload"]),
         operation=str(raw["operation"]),
         threads=None if threads is None else int(threads),
+        nodes=None if nodes is None else int(nodes),
         value=value,
         unit=str(raw["unit"]),
         kind=str(raw["kind"]),
@@ -102,13 +104,15 @@ def load(lab: str, path: Path | None = None) -> list[Reference]:
     return [_entry(raw, f"{path.name}: references[{i}]") for i, raw in enumerate(entries)]
 
 
-def lookup(refs: list[Reference], workload: str, operation: str, threads: int, mode: str) -> Reference | None:
-    """The reference for one figure: an exact thread count wins over an any-thread one."""
+def lookup(
+    refs: list[Reference], workload: str, operation: str, threads: int, mode: str, nodes: int | None = None
+) -> Reference | None:
+    """The reference for one figure: an exact sweep point wins over an any-thread one."""
     matching = [
         r for r in refs
         if r.workload == workload and r.operation == operation and (r.mode in (None, mode))
     ]
-    exact = [r for r in matching if r.threads == threads]
+    exact = [r for r in matching if r.threads == threads and r.nodes == nodes]
     if exact:
         return exact[0]
     general = [r for r in matching if r.threads is None]

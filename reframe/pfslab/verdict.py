@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pfslab.workloads import parse_case_name
+
 
 class ReportError(ValueError):
     """The run directory holds no usable ReFrame report."""
@@ -21,7 +23,8 @@ class ReportError(ValueError):
 class Row:
     test: str
     workload: str
-    threads: int | None
+    threads: int | None  # ranks in all; with nodes, nodes x processes per node
+    point: str  # the sweep point as labelled: "4" threads, or "8x4" nodes x processes
     figure: str
     measured: float | None
     unit: str
@@ -46,11 +49,11 @@ def load_report(run_dir: Path) -> dict[str, Any]:
     return report
 
 
-def _case_parts(case: str | None, name: str) -> tuple[str, int | None]:
-    if case and case.count("/") == 2:
-        _, workload, threads = case.split("/")
-        return workload, int(threads)
-    return name, None
+def _case_parts(case: str | None, name: str) -> tuple[str, int | None, str]:
+    if case:
+        _, workload, threads, _ = parse_case_name(case)
+        return workload, threads, case.rsplit("/", 1)[1]
+    return name, None, "-"
 
 
 def final_testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -65,17 +68,17 @@ def final_testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
 def rows(report: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
     for tc in final_testcases(report):
-        workload, threads = _case_parts(tc.get("case"), tc["name"])
+        workload, threads, point = _case_parts(tc.get("case"), tc["name"])
         test = tc["name"].split(" ")[0]
         result = tc.get("result")
         perf = tc.get("perfvalues") or {}
         if result == "skip":
             reason = tc.get("skip_reason") or tc.get("fail_reason") or "skipped (no reason recorded)"
-            out.append(Row(test, workload, threads, "-", None, "", None, None, None, "skip", reason))
+            out.append(Row(test, workload, threads, point, "-", None, "", None, None, None, "skip", reason))
             continue
         if result in ("fail", "abort") and not perf:
             reason = (tc.get("fail_reason") or "").splitlines()[0] if tc.get("fail_reason") else ""
-            out.append(Row(test, workload, threads, "-", None, "", None, None, None, "fail", f"{tc.get('fail_phase')}: {reason}"))
+            out.append(Row(test, workload, threads, point, "-", None, "", None, None, None, "fail", f"{tc.get('fail_phase')}: {reason}"))
             continue
         for key, value in perf.items():
             figure = key.rsplit(":", 1)[-1]
@@ -87,7 +90,7 @@ def rows(report: dict[str, Any]) -> list[Row]:
                 verdict, reason = "pass", ""
             else:
                 verdict, reason = "fail", _bounds_text(ref, lower, upper, unit)
-            out.append(Row(test, workload, threads, figure, measured, unit, ref if has_ref else None, lower, upper, verdict, reason))
+            out.append(Row(test, workload, threads, point, figure, measured, unit, ref if has_ref else None, lower, upper, verdict, reason))
     return out
 
 
@@ -113,7 +116,7 @@ def table(run_rows: list[Row]) -> str:
         measured = f"{_fmt(r.measured)} {r.unit}".strip() if r.measured is not None else "-"
         reference = f"{_fmt(r.reference)} {r.unit}" if r.reference is not None else "-"
         verdict = r.verdict if not r.reason or r.verdict == "no reference" else f"{r.verdict}: {r.reason}"
-        lines.append([r.test, r.workload, str(r.threads or "-"), r.figure, measured, reference, verdict])
+        lines.append([r.test, r.workload, r.point, r.figure, measured, reference, verdict])
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers) - 1)]
     text = []
     for line in lines:

@@ -12,13 +12,18 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from pfslab import distribution, labs
+from pfslab import KIT_ROOT, distribution, labs
 from pfslab.units import format_size, parse_size
 
 MODES: tuple[str, ...] = ("quick", "full")
-MPI_TOOLS: frozenset[str] = frozenset({"ior", "mdtest"})
+MPI_TOOLS: frozenset[str] = frozenset({"ior", "mdtest", "lammps"})
+#: Executable of each tool where it differs from the tool's name.
+EXECUTABLES: dict[str, str] = {"lammps": "lmp", "ioshell": "io_shell"}
+#: Input templates a workload's `inputs` may name live here.
+INPUTS_DIR: Path = KIT_ROOT / "reframe" / "inputs"
 
 
 class WorkloadError(ValueError):
@@ -27,16 +32,36 @@ class WorkloadError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
-    """One workload of one lab at one thread count, in one mode."""
+    """One workload of one lab at one thread count (over ``nodes`` clients, or all), in one mode."""
 
     lab: str
     workload: str
     threads: int
     mode: str
+    nodes: int | None = None
 
     @property
     def name(self) -> str:
-        return f"{self.lab}/{self.workload}/{self.threads}"
+        if self.nodes is None:
+            return f"{self.lab}/{self.workload}/{self.threads}"
+        return f"{self.lab}/{self.workload}/{self.nodes}x{self.threads // self.nodes}"
+
+    @property
+    def sweep_point(self) -> str:
+        """The thread count, or nodes x processes per node, as a label."""
+        return self.name.rsplit("/", 1)[1]
+
+
+def parse_case_name(name: str) -> tuple[str, str, int, int | None]:
+    """(lab, workload, threads, nodes) from a case name: ``lab/workload/4`` or ``lab/lab2/workload/8x4``."""
+    lab, _, rest = name.partition("/")
+    workload, _, point = rest.rpartition("/")
+    if not lab or not workload or not point:
+        raise WorkloadError(f"{name!r} is not a case name (lab/workload/threads)")
+    if "x" in point:
+        nodes, per_node = (int(v) for v in point.split("x", 1))
+        return lab, workload, nodes * per_node, nodes
+    return lab, workload, int(point), None
 
 
 def lab_mode(lab: dict[str, Any]) -> str:
@@ -48,17 +73,43 @@ def lab_mode(lab: dict[str, Any]) -> str:
 
 
 def find(lab: dict[str, Any], workload_id: str) -> dict[str, Any]:
+    """A workload of the lab, or ``<lab>/<id>`` of a lab it imports."""
+    owner, _, own_id = workload_id.rpartition("/")
+    if owner:
+        if owner not in lab.get("imports", []):
+            raise WorkloadError(f"lab {lab['name']} does not import lab {owner!r}")
+        lab = labs.load(owner)
     for workload in lab.get("workloads", []):
-        if workload["id"] == workload_id:
+        if workload["id"] == own_id:
             found: dict[str, Any] = workload
             return found
-    raise WorkloadError(f"lab {lab['name']} has no workload {workload_id!r}")
+    raise WorkloadError(f"lab {lab['name']} has no workload {own_id!r}")
+
+
+def _quick_or_full(workload: dict[str, Any], key: str, mode: str) -> Any:
+    if mode == "quick" and key in workload.get("quick", {}):
+        return workload["quick"][key]
+    return workload.get(key)
 
 
 def threads_for(workload: dict[str, Any], mode: str) -> list[int]:
-    if mode == "quick" and "threads" in workload.get("quick", {}):
-        return list(workload["quick"]["threads"])
-    return list(workload["threads"])
+    """Thread counts of the sweep (for a nodes x processes sweep: every product)."""
+    return [threads for threads, _ in sweep(workload, mode)]
+
+
+def sweep(workload: dict[str, Any], mode: str) -> list[tuple[int, int | None]]:
+    """(threads, nodes) of every point: nodes is None when threads spread over all clients."""
+    if "threads" in workload:
+        return [(t, None) for t in _quick_or_full(workload, "threads", mode)]
+    return [
+        (n * p, n)
+        for n in _quick_or_full(workload, "nodes", mode)
+        for p in _quick_or_full(workload, "per_node", mode)
+    ]
+
+
+def iterations_for(workload: dict[str, Any], mode: str) -> int:
+    return int(_quick_or_full(workload, "iterations", mode) or 1)
 
 
 def sizes_for(workload: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -69,15 +120,25 @@ def sizes_for(workload: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 def cases(tool: str, lab_names: list[str] | None = None) -> list[Case]:
-    """Every case of ``tool`` over the given labs (default: all shipped labs)."""
+    """Every case of ``tool`` over the given labs (default: all shipped labs).
+
+    An imported lab's workloads run in quick mode on the importing lab (their full
+    sizes belong to the hardware they were published on), named ``<lab>/<id>``.
+    """
     out: list[Case] = []
     for name in lab_names if lab_names is not None else labs.lab_names():
         lab = labs.load(name)
         mode = lab_mode(lab)
         for workload in lab.get("workloads", []):
-            if workload["tool"] != tool:
-                continue
-            out.extend(Case(name, workload["id"], t, mode) for t in threads_for(workload, mode))
+            if workload["tool"] == tool:
+                out.extend(Case(name, workload["id"], t, mode, n) for t, n in sweep(workload, mode))
+        for imported in lab.get("imports", []):
+            for workload in labs.load(imported).get("workloads", []):
+                if workload["tool"] == tool:
+                    out.extend(
+                        Case(name, f"{imported}/{workload['id']}", t, "quick", n)
+                        for t, n in sweep(workload, "quick")
+                    )
     return out
 
 
@@ -111,6 +172,7 @@ class Step:
     output: str = ""
     measures: list[str] = field(default_factory=list)
     prepare: bool = False
+    iteration: int = 1
 
 
 @dataclass
@@ -122,11 +184,26 @@ class Rendered:
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
-def _values(workload: dict[str, Any], sizes: dict[str, Any], threads: int, ctx: Context) -> dict[str, str]:
+def _lab_values(lab: dict[str, Any]) -> dict[str, str]:
+    """Placeholders that come from the lab itself, so labs that extend one another share workloads."""
+    values: dict[str, str] = {}
+    beegfs = lab.get("filesystem", {}).get("beegfs", {})
+    if "storage_pool_targets" in beegfs:
+        values["beegfs_targets"] = str(beegfs["storage_pool_targets"])
+    if "chunk_size" in beegfs.get("stripe", {}):
+        values["beegfs_chunk"] = str(beegfs["stripe"]["chunk_size"])
+    return values
+
+
+def _values(workload: dict[str, Any], sizes: dict[str, Any], threads: int, ctx: Context, nodes: int | None = None) -> dict[str, str]:
+    used = nodes or min(threads, len(ctx.clients))
     values: dict[str, str] = {
         "dir": ctx.scratch_dir,
         "file": f"{ctx.scratch_dir}/{workload['tool']}.file",
+        "workdir": ctx.work_dir,
         "threads": str(threads),
+        "nodes": str(used),
+        "per_node": str(-(-threads // used)),
         "threadlist": f"{ctx.work_dir}/threadlist.{threads}",
     }
     for key, raw in sizes.items():
@@ -162,50 +239,80 @@ def _mpirun(line: str, np: int, hostfile: str) -> str:
 
 
 def render(lab: dict[str, Any], case: Case, ctx: Context) -> Rendered:
-    """The steps of one case and the files they need."""
+    """The steps of one case (repeated for each iteration) and the files they need."""
     workload = find(lab, case.workload)
     sizes = sizes_for(workload, case.mode)
-    values = _values(workload, sizes, case.threads, ctx)
-    tool = workload["tool"]
-    hosts = [c.address for c in ctx.clients]
-    files: dict[str, str] = {}
-    launcher = ctx.mpirun or workload.get("launcher") or lab.get("launcher", {}).get("mpirun")
+    if case.nodes is not None and case.nodes > len(ctx.clients):
+        raise WorkloadError(
+            f"workload {workload['id']}: {case.nodes} client nodes asked for, the lab has {len(ctx.clients)}"
+        )
+    clients = ctx.clients[: case.nodes] if case.nodes is not None else ctx.clients
+    values = {**_lab_values(lab), **_values(workload, sizes, case.threads, ctx, case.nodes)}
+    files = {name: render_args((INPUTS_DIR / template).read_text(), values, workload["id"])
+             for name, template in workload.get("inputs", {}).items()}
+    iterations = iterations_for(workload, case.mode)
+    drops = lab.get("os_tuning", {}).get("drop_caches", "never") != "never"
     steps: list[Step] = []
-    for index, spec in enumerate(workload["steps"]):
-        if spec == "drop-caches":
+    for iteration in range(1, iterations + 1):
+        if iteration > 1 and drops:
             steps.append(Step("drop-caches"))
-            continue
-        args = render_args(spec["args"], values, workload["id"])
-        output = f"{ctx.work_dir}/step{index + 1}.{tool}.out"
-        if tool in MPI_TOOLS:
-            if not launcher:
-                raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for {tool}")
-            hostfile = f"{ctx.work_dir}/hosts.{case.threads}"
-            files[f"hosts.{case.threads}"] = distribution.hostfile(case.threads, hosts, slots=ctx.hostfile_slots)
-            command = f"{_mpirun(launcher, case.threads, hostfile)} {ctx.tool_path} {args}"
-        elif tool == "iozone":
-            files[f"threadlist.{case.threads}"] = distribution.iozone_threadlist(
-                case.threads, hosts, ctx.scratch_dir, ctx.tool_path
-            )
-            # -+h: the master's address for the children to connect back to. Only the
-            # local lab needs it: there the host's name resolves to loopback.
-            master = f" -+h {ctx.iozone_master}" if ctx.iozone_master else ""
-            command = f"{ctx.tool_path} {args}{master}"
-        elif tool == "fio":
-            if not launcher:
-                raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for fio")
-            nodes = min(case.threads, len(hosts))
-            hostfile = f"{ctx.work_dir}/nodes.{nodes}"
-            files[f"nodes.{nodes}"] = distribution.hostfile(nodes, hosts, slots=ctx.hostfile_slots)
-            # One fio per node; node r runs its round-robin share of the threads as jobs.
-            per_node = (
-                f"r=${{OMPI_COMM_WORLD_RANK:-${{PMI_RANK:-0}}}}; "
-                f"exec {ctx.tool_path} --numjobs=$(( {case.threads} / {nodes} + (r < {case.threads} % {nodes}) )) "
-                f"--output={ctx.work_dir}/step{index + 1}.fio.$r.json {args}"
-            )
-            command = f"{_mpirun(launcher, nodes, hostfile)} sh -c {shlex.quote(per_node)}"
-            output = f"{ctx.work_dir}/step{index + 1}.fio.*.json"
-        else:
-            command = f"{ctx.tool_path} {args}"
-        steps.append(Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False))))
+        for index, spec in enumerate(workload["steps"]):
+            if spec == "drop-caches":
+                steps.append(Step("drop-caches"))
+                continue
+            if spec.get("prepare") and iteration > 1:
+                continue  # what a prepare step creates serves every iteration
+            step = _render_step(lab, workload, case, ctx, clients, values, files, spec, index, iteration)
+            steps.append(step)
     return Rendered(steps, files)
+
+
+def _render_step(
+    lab: dict[str, Any],
+    workload: dict[str, Any],
+    case: Case,
+    ctx: Context,
+    clients: list[Client],
+    values: dict[str, str],
+    files: dict[str, str],
+    spec: dict[str, Any],
+    index: int,
+    iteration: int,
+) -> Step:
+    tool = workload["tool"]
+    hosts = [c.address for c in clients]
+    args = render_args(spec["args"], values, workload["id"])
+    tag = f"step{index + 1}" + (f".it{iteration}" if iterations_for(workload, case.mode) > 1 else "")
+    output = f"{ctx.work_dir}/{tag}.{tool}.out"
+    launcher = ctx.mpirun or workload.get("launcher") or lab.get("launcher", {}).get("mpirun")
+    if tool in MPI_TOOLS:
+        if not launcher:
+            raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for {tool}")
+        hostfile = f"{ctx.work_dir}/hosts.{case.sweep_point}"
+        files[f"hosts.{case.sweep_point}"] = distribution.hostfile(case.threads, hosts, slots=ctx.hostfile_slots)
+        command = f"{_mpirun(launcher, case.threads, hostfile)} {ctx.tool_path} {args}"
+    elif tool == "iozone":
+        files[f"threadlist.{case.threads}"] = distribution.iozone_threadlist(
+            case.threads, hosts, ctx.scratch_dir, ctx.tool_path
+        )
+        # -+h: the master's address for the children to connect back to. Only the
+        # local lab needs it: there the host's name resolves to loopback.
+        master = f" -+h {ctx.iozone_master}" if ctx.iozone_master else ""
+        command = f"{ctx.tool_path} {args}{master}"
+    elif tool == "fio":
+        if not launcher:
+            raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for fio")
+        nodes = min(case.threads, len(hosts))
+        hostfile = f"{ctx.work_dir}/nodes.{nodes}"
+        files[f"nodes.{nodes}"] = distribution.hostfile(nodes, hosts, slots=ctx.hostfile_slots)
+        # One fio per node; node r runs its round-robin share of the threads as jobs.
+        per_node = (
+            f"r=${{OMPI_COMM_WORLD_RANK:-${{PMI_RANK:-0}}}}; "
+            f"exec {ctx.tool_path} --numjobs=$(( {case.threads} / {nodes} + (r < {case.threads} % {nodes}) )) "
+            f"--output={ctx.work_dir}/{tag}.fio.$r.json {args}"
+        )
+        command = f"{_mpirun(launcher, nodes, hostfile)} sh -c {shlex.quote(per_node)}"
+        output = f"{ctx.work_dir}/{tag}.fio.*.json"
+    else:
+        command = f"{ctx.tool_path} {args}"
+    return Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)

@@ -2,7 +2,7 @@
 # scripts/lab runs it with TF_DATA_DIR and the state under build/<lab>/.
 
 locals {
-  lab_name = trimsuffix(basename(var.lab_file), ".yaml")
+  lab_name = yamldecode(file(var.lab_file)).name
   run_root = "/run/pfslab/${local.lab_name}"
   # Everything the running lab writes; destroy removes it. Terraform's own state and
   # logs stay beside it in state_root until scripts/lab has checked the teardown.

@@ -1,10 +1,10 @@
 variable "lab_file" {
-  description = "Path of the lab file (labs/<name>.yaml). The plan reads nothing else about the lab."
+  description = "Path of the lab: a lab file (labs/<name>.yaml) or the kit's resolved copy (build/<lab>/lab.json, with `extends` applied). The plan reads nothing else about the lab."
   type        = string
 
   validation {
-    condition     = can(regex("\\.ya?ml$", var.lab_file)) && fileexists(var.lab_file)
-    error_message = "The lab_file must be an existing .yaml file, such as labs/local.yaml."
+    condition     = can(regex("\\.(ya?ml|json)$", var.lab_file)) && fileexists(var.lab_file)
+    error_message = "The lab_file must be an existing .yaml or .json file, such as labs/local.yaml."
   }
 }
 

@@ -1,0 +1,21 @@
+"""Application I/O from the CephFS study: SEACAS io_shell mesh copies and LAMMPS dumps.
+
+Measured as completion time (lower is better), as the study argues real workloads
+should be: "measuring overall system performance (measured in completion time ...)".
+"""
+
+import reframe as rfm
+from reframe.core.builtins import parameter
+
+from pfslab.rfm import WorkloadTest
+from pfslab.workloads import cases
+
+
+@rfm.simple_test
+class IOShell(WorkloadTest):
+    case = parameter(cases("ioshell"), fmt=lambda c: c.name)
+
+
+@rfm.simple_test
+class LAMMPS(WorkloadTest):
+    case = parameter(cases("lammps"), fmt=lambda c: c.name)
