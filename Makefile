@@ -10,12 +10,15 @@ SHELL := /bin/bash
 LAB ?= local
 MODE ?=
 REPEAT ?= 3
+RUN ?=
+A ?=
+B ?=
 REFRAME_ARGS ?=
 PYTHON := .venv/bin/python
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps lab-up lab-down lab-status bench baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps lab-up lab-down lab-status bench report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -39,6 +42,13 @@ lab-status: ## Show the running lab's nodes, roles, health and mounts
 
 bench: ## Run the running lab's workloads with ReFrame; keep the run under build/runs/
 	scripts/bench $(REFRAME_ARGS)
+
+report: ## HTML report and PNG plots of a run (RUN=<lab>/<timestamp>; default: the newest run)
+	$(PYTHON) scripts/pfslab report $(RUN)
+
+compare: ## What changed from run A to run B (A=<lab>/<timestamp> B=...), noise taken into account
+	@[[ -n "$(A)" && -n "$(B)" ]] || { echo "make compare needs two runs: A=<lab>/<timestamp> B=<lab>/<timestamp> (see build/runs/)" >&2; exit 2; }
+	$(PYTHON) scripts/pfslab compare $(A) $(B)
 
 baseline: ## Run the suite REPEAT times (default 3) and write the lab's references from the spread
 	REPEAT=$(REPEAT) scripts/baseline $(REFRAME_ARGS)

@@ -78,6 +78,7 @@ def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy:
             "unit": unit,
             "kind": "baseline",
             "tolerance": {"lower": round(-margin, 3), "upper": None},
+            "noise": round(robust_sd / median, 4),
             "source": {
                 "document": "make baseline",
                 "where": f"median of {len(values)} runs: {', '.join(runs)}",

@@ -59,12 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_verdict(args: argparse.Namespace) -> int:
-    from pfslab import verdict
+    from pfslab import runs, verdict
 
-    run_dir = Path(args.run_dir)
+    from pfslab.labs import LabError
+    from pfslab.references import ReferenceError
+
     try:
-        rows = verdict.rows(verdict.load_report(run_dir))
-    except verdict.ReportError as err:
+        rows = runs.resolve(args.run_dir).rows()
+    except (runs.RunError, LabError, ReferenceError) as err:
         raise UsageError(str(err)) from None
     if args.json:
         json.dump({"rows": [r.as_dict() for r in rows], "summary": verdict.summary(rows)}, sys.stdout, indent=2)
@@ -153,6 +155,54 @@ def _add_overhead(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 
 REGISTRARS.append(_add_overhead)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pfslab import report, runs, state
+    from pfslab.labs import LabError
+    from pfslab.references import ReferenceError
+
+    try:
+        run = runs.resolve(args.run, state.active_lab() if not args.run else None)
+        page = report.build(run, Path(args.out) if args.out else None)
+    except (runs.RunError, LabError, ReferenceError) as err:
+        raise UsageError(str(err)) from None
+    print(page)
+    return 0
+
+
+def _add_report(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("report", help="write a run's HTML report and PNG plots into <run>/report/")
+    p.add_argument("run", nargs="?", help="run directory or <lab>/<timestamp> (default: the newest run)")
+    p.add_argument("--out", help="write into this directory instead of <run>/report/")
+    p.set_defaults(handler=_cmd_report)
+
+
+REGISTRARS.append(_add_report)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from pfslab import compare, runs
+    from pfslab.labs import LabError
+    from pfslab.references import ReferenceError
+
+    try:
+        run_a, run_b = runs.resolve(args.a), runs.resolve(args.b)
+        changes = compare.compare(run_a, run_b)
+    except (runs.RunError, LabError, ReferenceError) as err:
+        raise UsageError(str(err)) from None
+    print(compare.table(changes, str(run_a.path), str(run_b.path)))
+    return 1 if any(c.verdict == "worse" for c in changes) else 0
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("compare", help="what changed from run A to run B, noise taken into account")
+    p.add_argument("a", help="run directory or <lab>/<timestamp>")
+    p.add_argument("b", help="run directory or <lab>/<timestamp>")
+    p.set_defaults(handler=_cmd_compare)
+
+
+REGISTRARS.append(_add_compare)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

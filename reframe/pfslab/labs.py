@@ -220,6 +220,17 @@ def load(name_or_path: str, labs_dir: Path = LABS_DIR) -> dict[str, Any]:
     return lab
 
 
+def load_stored(path: Path) -> dict[str, Any]:
+    """A lab file stored beside a run (``lab.yaml``): validated under its own name."""
+    data = resolve(path)
+    name = data.get("name", path.stem) if isinstance(data, dict) else path.stem
+    errors = validate(data, str(name))
+    if errors:
+        raise LabError(f"{_display(path)}: {errors[0]}")
+    lab: dict[str, Any] = data
+    return lab
+
+
 def _display(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(KIT_ROOT))

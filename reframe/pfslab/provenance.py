@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, labs, state
+from pfslab import KIT_ROOT, labs, references, state
 
 #: How each tool tells its version. IOR and mdtest have no --version: the kit reads
 #: theirs from each output header instead (the parsers keep it per result).
@@ -80,6 +80,12 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     lab_file = labs.lab_path(lab_name)
     shutil.copy2(lab_file, run_dir / "lab.yaml")
+    # The lab as the run used it (extends applied) and its references: a report is
+    # rebuilt from the run directory alone, even after the kit's files change.
+    (run_dir / "lab.json").write_text(json.dumps(labs.load(lab_name), indent=2) + "\n")
+    refs = references.path_for(lab_name)
+    if refs.is_file():
+        shutil.copy2(refs, run_dir / "references.yaml")
     inventory = state.inventory_path(lab_name)
     if inventory.is_file():
         shutil.copy2(inventory, run_dir / "inventory.json")

@@ -39,6 +39,7 @@ class Reference:
     lower: float | None
     upper: float | None
     source: dict[str, Any]
+    noise: float | None = None  # relative robust spread, for baselines
 
     def bounds(self) -> tuple[float | None, float | None]:
         return self.lower, self.upper
@@ -85,6 +86,7 @@ def _entry(raw: dict[str, Any], where: str) -> Reference:
         lower=lower,
         upper=upper,
         source=source,
+        noise=None if raw.get("noise") is None else float(raw["noise"]),
     )
 
 
@@ -107,13 +109,21 @@ def load(lab: str, path: Path | None = None) -> list[Reference]:
 def lookup(
     refs: list[Reference], workload: str, operation: str, threads: int, mode: str, nodes: int | None = None
 ) -> Reference | None:
-    """The reference for one figure: an exact sweep point wins over an any-thread one."""
+    """The reference for one figure at one sweep point, if the lab has one."""
     matching = [
         r for r in refs
         if r.workload == workload and r.operation == operation and (r.mode in (None, mode))
     ]
     exact = [r for r in matching if r.threads == threads and r.nodes == nodes]
-    if exact:
-        return exact[0]
-    general = [r for r in matching if r.threads is None]
-    return general[0] if general else None
+    # A reference without a thread count describes a whole sweep (a plateau, a
+    # hardware limit): it is checked over the sweep (pfslab.sweeps), not per test,
+    # where it would fail every small thread count.
+    return exact[0] if exact else None
+
+
+def sweep_references(refs: list[Reference], workload: str, operation: str, mode: str) -> list[Reference]:
+    """References that hold for a workload's whole sweep (no thread count)."""
+    return [
+        r for r in refs
+        if r.workload == workload and r.operation == operation and r.threads is None and r.mode in (None, mode)
+    ]

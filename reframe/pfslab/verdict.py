@@ -31,7 +31,7 @@ class Row:
     reference: float | None
     lower: float | None
     upper: float | None
-    verdict: str  # pass | fail | skip | no reference
+    verdict: str  # pass | fail | skip | no reference | dry run
     reason: str
 
     def as_dict(self) -> dict[str, Any]:
@@ -65,8 +65,13 @@ def final_testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+def is_dry_run(report: dict[str, Any]) -> bool:
+    return "--dry-run" in str(report.get("session_info", {}).get("cmdline", ""))
+
+
 def rows(report: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
+    dry = is_dry_run(report)
     for tc in final_testcases(report):
         workload, threads, point = _case_parts(tc.get("case"), tc["name"])
         test = tc["name"].split(" ")[0]
@@ -75,6 +80,10 @@ def rows(report: dict[str, Any]) -> list[Row]:
         if result == "skip":
             reason = tc.get("skip_reason") or tc.get("fail_reason") or "skipped (no reason recorded)"
             out.append(Row(test, workload, threads, point, "-", None, "", None, None, None, "skip", reason))
+            continue
+        if dry and result == "pass":
+            out.append(Row(test, workload, threads, point, "-", None, "", None, None, None, "dry run",
+                           "job script written, nothing ran"))
             continue
         if result in ("fail", "abort") and not perf:
             reason = (tc.get("fail_reason") or "").splitlines()[0] if tc.get("fail_reason") else ""
@@ -132,7 +141,9 @@ def table(run_rows: list[Row]) -> str:
 
 
 def summary(run_rows: list[Row]) -> dict[str, Any]:
-    counts: dict[str, Any] = {k: sum(1 for r in run_rows if r.verdict == k) for k in ("pass", "fail", "skip", "no reference")}
+    counts: dict[str, Any] = {
+        k: sum(1 for r in run_rows if r.verdict == k) for k in ("pass", "fail", "skip", "no reference", "dry run")
+    }
     if counts["fail"]:
         overall = "fail"
     elif counts["pass"]:

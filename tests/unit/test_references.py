@@ -71,10 +71,11 @@ def test_own_tolerance_wins_over_the_policy(tmp_path: Path) -> None:
     assert ref.lower == -0.42
 
 
-def test_exact_thread_count_wins_over_an_any_thread_reference(tmp_path: Path) -> None:
+def test_per_test_lookup_is_exact_and_sweep_references_stay_apart(tmp_path: Path) -> None:
     refs = references.load("x", write(tmp_path, [entry(threads=None, value=23.8, kind="sustained"), entry()]))
     assert references.lookup(refs, "ior-n1", "read", 16, "full").value == 24.8  # type: ignore[union-attr]
-    assert references.lookup(refs, "ior-n1", "read", 64, "full").value == 23.8  # type: ignore[union-attr]
+    assert references.lookup(refs, "ior-n1", "read", 64, "full") is None
+    assert [r.value for r in references.sweep_references(refs, "ior-n1", "read", "full")] == [23.8]
     assert references.lookup(refs, "ior-n1", "write", 16, "full") is None
 
 

@@ -1,0 +1,89 @@
+"""Scaling curves as the seeds draw them: threads against GB/s, IOPS or ops/s.
+
+One figure per workload, one colour per figure (write, read, creates ...): the
+measured curve solid with dots, the reference curve dashed in the same colour,
+sweep-wide references (a plateau, a peak, a hardware limit) as horizontal lines.
+Metadata rates span orders of magnitude, so their y axis is log10, as in the
+PixStor paper ("the scale chosen was logarithmic with base 10").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+#: Colour per figure, fixed so tests can find each curve's pixels in the PNG.
+PALETTE: tuple[str, ...] = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285", "#c2255c", "#5c940d")
+
+
+@dataclass
+class Curve:
+    figure: str
+    unit: str
+    measured: list[tuple[str, float]] = field(default_factory=list)  # (sweep point, value)
+    reference: list[tuple[str, float]] = field(default_factory=list)  # published or baseline, per point
+    lines: list[tuple[str, float]] = field(default_factory=list)  # (label, value) over the whole sweep
+
+
+@dataclass
+class Chart:
+    title: str
+    unit: str
+    log_y: bool
+    points: list[str]  # sweep points in order (x axis)
+    curves: list[Curve]
+
+
+def colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def _x(points: list[str]) -> dict[str, float]:
+    """Thread counts on a log2 axis when numeric, else evenly spaced categories."""
+    if all(p.isdigit() for p in points):
+        return {p: float(p) for p in points}
+    return {p: float(i) for i, p in enumerate(points)}
+
+
+def draw(chart: Chart, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(8.0, 4.6), dpi=110)
+    xs = _x(chart.points)
+    numeric = all(p.isdigit() for p in chart.points)
+    for index, curve in enumerate(chart.curves):
+        c = colour(index)
+        if curve.measured:
+            ax.plot([xs[p] for p, _ in curve.measured], [v for _, v in curve.measured], "-o", color=c,
+                    linewidth=2.2, markersize=5, label=f"{curve.figure} measured")
+        if curve.reference:
+            ax.plot([xs[p] for p, _ in curve.reference], [v for _, v in curve.reference], "--s", color=c,
+                    linewidth=1.4, markersize=4, alpha=0.8, label=f"{curve.figure} reference")
+        for label, value in curve.lines:
+            ax.axhline(value, color=c, linestyle=":", linewidth=1.4, alpha=0.9)
+            ax.annotate(f"{curve.figure} {label} {value:.4g}", xy=(0.01, value), xycoords=("axes fraction", "data"),
+                        color=c, fontsize=7, va="bottom")
+    if numeric:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([xs[p] for p in chart.points])
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v)}"))
+        ax.set_xlabel("threads")
+    else:
+        ax.set_xticks([xs[p] for p in chart.points])
+        ax.set_xticklabels(chart.points)
+        ax.set_xlabel("nodes x processes per node")
+    if chart.log_y:
+        ax.set_yscale("log", base=10)
+    ax.set_ylabel(chart.unit)
+    ax.set_title(chart.title, fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    if any(c.measured or c.reference for c in chart.curves):
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,218 @@
+"""The document a storage engineer hands over: one self-contained HTML file plus PNGs.
+
+Built from a run directory alone (report, lab as run, references, provenance):
+scaling curves with the reference beside the measurement, the peak and sustained
+table in the seeds' layout, the verdict with reasons, hardware derivations and
+provenance. Images are embedded, so the page opens in a browser with no network.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pfslab import derive, plots, references, runs, verdict, workloads
+from pfslab.units import convert, kind_of
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+th{background:#f1f3f5}.pass{color:#2b8a3e;font-weight:bold}.fail{color:#c92a2a;font-weight:bold}
+.skip,.none{color:#868e96}.dry{color:#1864ab}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+.summary{font-size:1.1em;padding:.5em;border:1px solid #ccc;display:inline-block}
+code{background:#f8f9fa;padding:0 .2em}
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _point_key(point: str) -> tuple[int, int]:
+    """Sweep points in order: by ranks, then by nodes ("8" or "2x4")."""
+    if point.isdigit():
+        return (int(point), 0)
+    nodes, _, per = point.partition("x")
+    return (int(nodes) * int(per or 1), int(nodes))
+
+
+def _sort_points(points: set[str]) -> list[str]:
+    return sorted(points, key=_point_key)
+
+
+def charts(run: runs.Run) -> list[tuple[str, plots.Chart]]:
+    """(file stem, chart) per workload: measured curves, reference curves, sweep lines."""
+    rows = [r for r in run.test_rows() if r.measured is not None]
+    refs = run.references
+    by_workload: dict[str, list[verdict.Row]] = defaultdict(list)
+    for row in rows:
+        by_workload[row.workload].append(row)
+    for ref in refs:
+        by_workload.setdefault(ref.workload, [])
+    out: list[tuple[str, plots.Chart]] = []
+    for workload_id, wrows in sorted(by_workload.items()):
+        figures = list(dict.fromkeys([r.figure for r in wrows] + [r.operation for r in refs if r.workload == workload_id]))
+        wrefs = [r for r in refs if r.workload == workload_id]
+        unit = next((r.unit for r in wrefs), None) or next((r.unit for r in wrows), "MiB/s")
+        curves: list[plots.Curve] = []
+        points: set[str] = {r.point for r in wrows}
+        for figure in figures:
+            fig_rows = [r for r in wrows if r.figure == figure]
+            fig_refs = [r for r in wrefs if r.operation == figure and (r.mode in (None, run.mode))]
+            fig_unit = unit if all(kind_of(unit) == kind_of(r.unit) for r in fig_rows) else fig_rows[0].unit
+            curve = plots.Curve(figure, fig_unit)
+            curve.measured = [(r.point, convert(r.measured or 0.0, r.unit, fig_unit)) for r in fig_rows]
+            for ref in fig_refs:
+                if kind_of(ref.unit) != kind_of(fig_unit):
+                    continue
+                value = convert(ref.value, ref.unit, fig_unit)
+                if ref.threads is None:
+                    curve.lines.append((ref.kind, value))
+                else:
+                    point = str(ref.threads) if ref.nodes is None else f"{ref.nodes}x{ref.threads // ref.nodes}"
+                    curve.reference.append((point, value))
+                    points.add(point)
+            curve.reference.sort(key=lambda pv: _point_key(pv[0]))
+            curve.measured.sort(key=lambda pv: _point_key(pv[0]))
+            curves.append(curve)
+        if not points and not any(c.lines for c in curves):
+            continue
+        ordered = _sort_points(points) if points else ["1"]
+        log_y = kind_of(unit) == "rate" and workload_id.split("/")[-1].startswith("mdtest")
+        title = _workload_title(run, workload_id)
+        out.append((workload_id.replace("/", "_"), plots.Chart(title, unit, log_y, ordered, curves)))
+    return out
+
+
+def _workload_title(run: runs.Run, workload_id: str) -> str:
+    try:
+        workload = workloads.find(run.lab, workload_id)
+    except workloads.WorkloadError:
+        return workload_id
+    return f"{workload_id}: {workload.get('title', workload['tool'])}"
+
+
+def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
+    """Per workload and figure: measured peak and sustained beside the published ones (seed Table 4 layout)."""
+    grouped: dict[tuple[str, str], list[verdict.Row]] = defaultdict(list)
+    for row in rows:
+        if row.measured is not None and row.point != "sweep":
+            grouped[(row.workload, row.figure)].append(row)
+    table = []
+    for (workload_id, figure), series in sorted(grouped.items()):
+        unit = series[0].unit
+        published = {r.kind: r for r in run.references if r.workload == workload_id and r.operation == figure
+                     and r.kind in ("peak", "sustained")}
+        if published:
+            unit = next(iter(published.values())).unit
+        values = [convert(r.measured or 0.0, r.unit, unit) for r in series]
+        best = max(range(len(values)), key=lambda i: values[i])
+        table.append({
+            "workload": workload_id, "figure": figure, "unit": unit,
+            "peak": values[best], "peak_at": series[best].point,
+            "sustained": statistics.median(values[best:]),
+            "published_peak": published.get("peak"), "published_sustained": published.get("sustained"),
+        })
+    return table
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{_esc(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _published(ref: references.Reference | None) -> str:
+    if ref is None:
+        return '<span class="none">no published value</span>'
+    at = f" @ {ref.threads}" if ref.threads else ""
+    return f"{_fmt(ref.value)} {_esc(ref.unit)}{at}"
+
+
+def build(run: runs.Run, out_dir: Path | None = None) -> Path:
+    """Write ``report.html`` and one PNG per workload into ``<run>/report/``; return the HTML path."""
+    out_dir = out_dir or run.path / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = run.rows()
+    summary = verdict.summary(rows)
+    drawn = [(chart.title, plots.draw(chart, out_dir / f"{stem}.png")) for stem, chart in charts(run)]
+    prov = run.provenance
+    session = run.report.get("session_info", {})
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>pfslab report: {_esc(run.lab_name)} {_esc(run.path.name)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{_esc(run.lab.get('title', run.lab_name))}</h1>",
+        f"<p>Lab <code>{_esc(run.lab_name)}</code>, run <code>{_esc(run.path.name)}</code>, mode {_esc(run.mode)}, "
+        f"{_esc(session.get('time_start', ''))} to {_esc(session.get('time_end', ''))}.</p>",
+        f"<p class='summary'>Verdict: <span class='{_esc(summary['overall'].split()[0])}'>{_esc(summary['overall'].upper())}</span>: "
+        f"{summary['pass']} pass, {summary['fail']} fail, {summary['skip']} skipped, "
+        f"{summary['no reference']} without reference</p>",
+        "<h2>Scaling</h2>",
+        "<p>Measured curves are solid; reference curves (published values or the lab's baseline) dashed in the same "
+        "colour; dotted lines are references that hold over the whole sweep (peaks, plateaus, hardware limits).</p>",
+    ]
+    for title, png in drawn:
+        parts.append(f"<h3>{_esc(title)}</h3>{_img(png)}")
+    if not drawn:
+        parts.append("<p>No figures were measured and the lab has no published curve.</p>")
+    parts.append("<h2>Peak and sustained</h2><table><tr><th>workload</th><th>figure</th><th>measured peak</th>"
+                 "<th>published peak</th><th>measured sustained</th><th>published sustained</th></tr>")
+    for entry in peak_table(run, rows):
+        parts.append(
+            f"<tr><td>{_esc(entry['workload'])}</td><td>{_esc(entry['figure'])}</td>"
+            f"<td>{_fmt(entry['peak'])} {_esc(entry['unit'])} @ {_esc(entry['peak_at'])}</td>"
+            f"<td>{_published(entry['published_peak'])}</td>"
+            f"<td>{_fmt(entry['sustained'])} {_esc(entry['unit'])}</td><td>{_published(entry['published_sustained'])}</td></tr>"
+        )
+    parts.append("</table>")
+    parts.append("<h2>Verdict</h2><table><tr><th>test</th><th>workload</th><th>threads</th><th>figure</th>"
+                 "<th>measured</th><th>reference</th><th>verdict</th><th>reason</th></tr>")
+    for r in rows:
+        css = {"pass": "pass", "fail": "fail", "skip": "skip", "no reference": "none", "dry run": "dry"}.get(r.verdict, "")
+        reference = f"{_fmt(r.reference)} {_esc(r.unit)}" if r.reference is not None else "no published value"
+        measured = f"{_fmt(r.measured)} {_esc(r.unit)}" if r.measured is not None else "-"
+        parts.append(f"<tr><td>{_esc(r.test)}</td><td>{_esc(r.workload)}</td><td>{_esc(r.point)}</td><td>{_esc(r.figure)}</td>"
+                     f"<td>{measured}</td><td>{reference}</td><td class='{css}'>{_esc(r.verdict)}</td><td>{_esc(r.reason)}</td></tr>")
+    parts.append("</table>")
+    derivations = derive.derive(run.lab)
+    if derivations:
+        parts.append("<h2>Hardware-derived thresholds</h2>")
+        for d in derivations.values():
+            parts.append(f"<p><b>{_esc(d.direction)}</b></p><ul>" + "".join(f"<li>{_esc(line)}</li>" for line in d.lines)
+                         + f"<li>source: {_esc(d.source.get('document'))}, {_esc(d.source.get('where'))}: "
+                           f"&ldquo;{_esc(d.source.get('quote'))}&rdquo;</li></ul>")
+    parts.append("<h2>References and their sources</h2><table><tr><th>workload</th><th>figure</th><th>threads</th>"
+                 "<th>value</th><th>kind</th><th>source</th></tr>")
+    for ref in run.references:
+        src = ref.source
+        parts.append(f"<tr><td>{_esc(ref.workload)}</td><td>{_esc(ref.operation)}</td><td>{_esc(ref.threads or 'sweep')}</td>"
+                     f"<td>{_fmt(ref.value)} {_esc(ref.unit)}</td><td>{_esc(ref.kind)}</td>"
+                     f"<td>{_esc(src.get('document'))}: {_esc(src.get('where', ''))} {_esc(src.get('quote', ''))}</td></tr>")
+    parts.append("</table>")
+    tools = prov.get("tools", {})
+    git = prov.get("git", {})
+    parts.append("<h2>Provenance</h2><table>")
+    for key, value in (
+        ("kit commit", f"{git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}"),
+        ("lab file sha256", prov.get("lab_file_sha256")),
+        ("host, kernel", f"{prov.get('host')}, {prov.get('kernel')}"),
+        ("spack.lock sha256", prov.get("spack_lock_sha256") or "no toolchain lock"),
+        ("ReFrame command", session.get("cmdline")),
+        ("ReFrame version", session.get("version")),
+        ("run directory", str(run.path)),
+    ):
+        parts.append(f"<tr><th>{_esc(key)}</th><td>{_esc(value)}</td></tr>")
+    for tool, info in sorted(tools.items()):
+        parts.append(f"<tr><th>{_esc(tool)}</th><td>{_esc(info.get('version'))} ({_esc(info.get('path'))})</td></tr>")
+    parts.append("</table></body></html>")
+    page = out_dir / "report.html"
+    page.write_text("\n".join(parts))
+    return page

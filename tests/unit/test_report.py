@@ -1,0 +1,91 @@
+"""Reports from recorded runs: plots that hold the data, a self-contained page."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+
+from pfslab import plots, report, runs
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+
+
+def pixels_of(png: Path, hex_colour: str, tolerance: float = 0.06) -> int:
+    """How many pixels of the PNG have (nearly) this colour."""
+    image = mpimg.imread(png)[..., :3]
+    target = np.array([int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    return int((np.abs(image - target).max(axis=-1) < tolerance).sum())
+
+
+@pytest.fixture(scope="module")
+def quick_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    report.build(runs.Run(RUNS / "local-quick-suite"), out)
+    return out
+
+
+def test_one_plot_per_workload(quick_suite: Path) -> None:
+    assert sorted(p.name for p in quick_suite.glob("*.png")) == [
+        "fio-rand4k.png", "ior-n1.png", "iozone-seq.png", "mdtest-4k.png", "mdtest-empty.png"
+    ]
+
+
+@pytest.mark.parametrize(("png", "curves"), [("iozone-seq.png", 2), ("mdtest-empty.png", 4), ("fio-rand4k.png", 2)])
+def test_each_measured_curve_is_drawn(quick_suite: Path, png: str, curves: int) -> None:
+    for index in range(curves):
+        assert pixels_of(quick_suite / png, plots.colour(index)) > 400, f"curve {index} of {png} is missing"
+    assert pixels_of(quick_suite / png, plots.colour(curves)) < 50, "a curve too many"
+
+
+def test_a_blank_chart_has_no_curve_pixels(tmp_path: Path) -> None:
+    path = plots.draw(plots.Chart("empty", "MiB/s", False, ["1", "2"], []), tmp_path / "empty.png")
+    assert pixels_of(path, plots.colour(0)) == 0
+
+
+def test_page_is_self_contained_and_complete(quick_suite: Path) -> None:
+    page = (quick_suite / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 5
+    assert not re.search(r"""(src|href)=["']https?://""", page), "the page must open with no network"
+    for section in ("Scaling", "Peak and sustained", "Verdict", "Provenance"):
+        assert f"<h2>{section}" in page
+    assert "no published value" in page
+    assert "IOzone sequential N-N write and read" in page
+
+
+def test_verdict_reasons_are_in_the_page(tmp_path: Path) -> None:
+    report.build(runs.Run(RUNS / "local-mixed-verdicts"), tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert "ior is not installed" in page and "outside &gt;= 9000 MiB/s" in page
+
+
+def test_reference_curves_are_drawn_dashed_beside_the_measurement(tmp_path: Path) -> None:
+    chart = plots.Chart("w", "GB/s", False, ["1", "2", "4"], [
+        plots.Curve("read", "GB/s", measured=[("1", 1.0), ("2", 2.0), ("4", 3.0)], reference=[("4", 4.0)], lines=[("peak", 3.5)]),
+    ])
+    path = plots.draw(chart, tmp_path / "w.png")
+    assert pixels_of(path, plots.colour(0)) > 400
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (make deps installs it)")
+def test_headless_chromium_shows_the_plots(quick_suite: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [str(chromium()), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1200,2400",
+         f"--screenshot={shot}", (quick_suite / "report.html").as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )
+    # The first plots are on screen: their curve colours appear in the screenshot.
+    assert pixels_of(shot, plots.colour(0), tolerance=0.1) > 300
+    assert pixels_of(shot, plots.colour(1), tolerance=0.1) > 300
