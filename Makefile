@@ -7,18 +7,20 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-LAB ?= local
+LAB ?=
+LABS ?= local
 MODE ?=
 REPEAT ?= 3
 RUN ?=
 A ?=
 B ?=
+LABS ?=
 REFRAME_ARGS ?=
 PYTHON := .venv/bin/python
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps lab-up lab-down lab-status bench report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -42,6 +44,9 @@ lab-status: ## Show the running lab's nodes, roles, health and mounts
 
 bench: ## Run the running lab's workloads with ReFrame; keep the run under build/runs/
 	scripts/bench $(REFRAME_ARGS)
+
+dry-run: ## Write the job scripts of labs that run elsewhere (LABS="a b", default: all), run nothing
+	scripts/dry-run $(LABS)
 
 report: ## HTML report and PNG plots of a run (RUN=<lab>/<timestamp>; default: the newest run)
 	$(PYTHON) scripts/pfslab report $(RUN)

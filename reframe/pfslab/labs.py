@@ -8,6 +8,7 @@ allowed.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from functools import lru_cache
@@ -211,6 +212,13 @@ def resolve(path: Path, labs_dir: Path = LABS_DIR, seen: tuple[str, ...] = ()) -
 def load(name_or_path: str, labs_dir: Path = LABS_DIR) -> dict[str, Any]:
     """Load and validate a lab; raise :class:`LabError` on the first problem."""
     path = lab_path(name_or_path, labs_dir)
+    # ReFrame's test files each expand every lab's workloads: validate each file once.
+    stamp = tuple((p, p.stat().st_mtime_ns) for p in sorted(labs_dir.glob("*.yaml"))) + ((path, path.stat().st_mtime_ns),)
+    return copy.deepcopy(_load_cached(path, labs_dir, stamp))
+
+
+@lru_cache(maxsize=64)
+def _load_cached(path: Path, labs_dir: Path, stamp: tuple[tuple[Path, int], ...]) -> dict[str, Any]:
     data = resolve(path, labs_dir)
     errors = validate(data, path.stem)
     if errors:

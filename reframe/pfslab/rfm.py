@@ -74,6 +74,10 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         where = f"{case.threads} threads" if case.nodes is None else f"{case.nodes} nodes x {case.threads // case.nodes} processes"
         self.descr = f"{self.workload.get('title', case.workload)} on {case.lab}, {where} ({case.mode})"
         self.tags = {"pfslab", case.lab, self.workload["tool"], self.workload["pattern"], case.mode}
+        owner, _, _ = case.workload.rpartition("/")
+        if owner:
+            # A seed's workload shape run on this lab (`imports`): `-T imported` leaves them out.
+            self.tags |= {"imported", owner}
         self.time_limit = "2h" if case.mode == "quick" else "48h"
         self.num_tasks = case.threads
         self.num_tasks_per_node = None
