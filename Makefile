@@ -8,19 +8,23 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 LAB ?=
-LABS ?= local
+LABS ?=
+MIRROR ?=
+MIRROR_OUT ?= local
 MODE ?=
 REPEAT ?= 3
 RUN ?=
 A ?=
 B ?=
 LABS ?=
+MIRROR ?=
+MIRROR_OUT ?=
 REFRAME_ARGS ?=
 PYTHON := .venv/bin/python
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps toolchain mirror test-spack lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -29,9 +33,17 @@ help: ## Show the targets and the variables they take
 	@echo
 	@echo "Variables: LAB=<lab> (default local; labs: $$(ls labs/*.yaml | xargs -n1 basename | sed 's/.yaml//' | tr '\n' ' '))"
 	@echo "           MODE=quick|full (default: the lab's), REFRAME_ARGS='-n IOR' (filters for make bench)"
+	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
+	@echo "           MIRROR=<bundle dir> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
 
 deps: ## Install system packages and the Python environment (.venv); idempotent
 	scripts/deps
+
+toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/view, view-seed); MIRROR=<bundle> installs offline
+	MIRROR='$(MIRROR)' scripts/toolchain
+
+mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
+	MIRROR_OUT='$(MIRROR_OUT)' scripts/mirror
 
 lab-up: ## Bring up (or repair) lab LAB and wait until it is healthy
 	scripts/lab up $(LAB)
@@ -77,6 +89,9 @@ test-terraform: ## terraform fmt -check, validate and test of every provider-fre
 
 lint: ## shellcheck every shell script; mypy the Python package
 	scripts/lint
+
+test-spack: ## Concretize the toolchain offline with a real Spack (SPACK_ROOT, SPACK_PYTHON with clingo, PFSLAB_SPACK_PACKAGES)
+	$(PYTHON) -m pytest -q -s -rs tests/unit/test_spack_env.py
 
 test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down (root; CI runs it)
 	bats tests/lab

@@ -1,0 +1,194 @@
+# shellcheck shell=bash
+# Spack helpers shared by scripts/toolchain (make toolchain) and scripts/mirror (make mirror).
+# Sourced after common.sh; defines functions and the paths below only.
+#
+# The kit keeps everything Spack needs under PFSLAB_PREFIX (default /opt/pfslab):
+#   spack/                    Spack at the pinned release, when SPACK_ROOT is not set
+#   spack-packages/<commit>/  Spack's builtin package repository at the pinned commit
+#   spack-config/             the kit's Spack config scope (SPACK_USER_CONFIG_PATH):
+#                             repos.yaml, mirrors.yaml, bootstrap.yaml, packages.yaml
+#   spack-cache/              Spack's user cache (SPACK_USER_CACHE_PATH): bootstrap store
+#   store/, view/, view-seed/ the install tree and the views (fixed in spack/spack.yaml)
+# ~/.spack is never read, so a node's result does not depend on who ran the step.
+
+PFSLAB_PREFIX=${PFSLAB_PREFIX:-/opt/pfslab}
+PFSLAB_SPACK_ENV=${PFSLAB_SPACK_ENV:-$PFSLAB_ROOT/spack}
+SPACK_RELEASE_FILE=$PFSLAB_ROOT/spack/release.conf
+KIT_SCOPE=$PFSLAB_PREFIX/spack-config
+SPACK=
+
+# A pin from spack/release.conf: release_pin SPACK_RELEASE
+release_pin() {
+  local key=$1 value
+  value=$(sed -n "s/^$key=//p" "$SPACK_RELEASE_FILE" | tail -n 1)
+  [[ -n $value ]] || die "spack/release.conf does not set $key"
+  printf '%s\n' "$value"
+}
+
+# True when version $1 >= version $2 (dotted numbers; a leading v is ignored).
+version_ge() {
+  local have=${1#v} want=${2#v}
+  [[ $(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n 1) == "$want" ]]
+}
+
+# Run Spack with its output on stderr: stdout stays data for callers.
+spk() { "$SPACK" "$@" >&2; }
+
+# Spack runs from the kit's own config scope and cache, never ~/.spack.
+spack_env_vars() {
+  export SPACK_USER_CONFIG_PATH=$KIT_SCOPE
+  export SPACK_USER_CACHE_PATH=$PFSLAB_PREFIX/spack-cache
+  mkdir -p "$SPACK_USER_CONFIG_PATH" "$SPACK_USER_CACHE_PATH"
+}
+
+ensure_prefix() {
+  { mkdir -p "$PFSLAB_PREFIX" 2>/dev/null && [[ -w $PFSLAB_PREFIX ]]; } ||
+    die "cannot write $PFSLAB_PREFIX (the toolchain's prefix); run as root or set PFSLAB_PREFIX"
+}
+
+# Only one toolchain or mirror step at a time per prefix.
+lock_prefix() {
+  exec {PFSLAB_LOCK_FD}>"$PFSLAB_PREFIX/.spack-step.lock"
+  flock -n "$PFSLAB_LOCK_FD" || die "another 'make toolchain' or 'make mirror' is running on $PFSLAB_PREFIX"
+}
+
+# Spack at the pinned release into $1: from a bundle's tarball ($2) or by git clone.
+install_spack() {
+  local dest=$1 tarball=${2:-} release commit url got
+  release=$(release_pin SPACK_RELEASE)
+  commit=$(release_pin SPACK_RELEASE_COMMIT)
+  url=$(release_pin SPACK_GIT_URL)
+  rm -rf "$dest.partial"
+  mkdir -p "$dest.partial"
+  if [[ -n $tarball ]]; then
+    log "unpacking Spack $release from the bundle into $dest"
+    tar -xzf "$tarball" -C "$dest.partial" || die "cannot unpack $tarball"
+  else
+    require_cmd git
+    log "cloning Spack $release into $dest"
+    git clone --quiet --depth 1 --branch "$release" "$url" "$dest.partial" >&2 ||
+      die "cannot clone Spack $release from $url (no network? use MIRROR=<bundle> or SPACK_ROOT=<a Spack checkout>)"
+    got=$(git -C "$dest.partial" rev-parse HEAD)
+    [[ $got == "$commit" ]] || die "Spack $release from $url is commit $got, spack/release.conf pins $commit"
+  fi
+  [[ -x $dest.partial/bin/spack ]] || die "no bin/spack in the Spack unpacked into $dest.partial"
+  mv "$dest.partial" "$dest"
+}
+
+# SPACK_ROOT if set (a site's Spack), else the kit's copy at the pinned release.
+# $1: a bundle directory, or empty.
+setup_spack() {
+  local bundle=${1:-}
+  if [[ -n ${SPACK_ROOT:-} ]]; then
+    [[ -x $SPACK_ROOT/bin/spack ]] || die "SPACK_ROOT=$SPACK_ROOT has no bin/spack; point it at a Spack checkout or unset it"
+  else
+    SPACK_ROOT=$PFSLAB_PREFIX/spack
+    [[ -x $SPACK_ROOT/bin/spack ]] || install_spack "$SPACK_ROOT" "${bundle:+$bundle/spack.tar.gz}"
+  fi
+  export SPACK_ROOT
+  SPACK=$SPACK_ROOT/bin/spack
+  spack_env_vars
+}
+
+# Stop on a Spack older than the pinned minimum; print the version.
+check_spack_version() {
+  local out version min
+  min=$(release_pin SPACK_MIN_VERSION)
+  out=$("$SPACK" --version) || die "'$SPACK --version' failed (its error is above); is SPACK_ROOT=$SPACK_ROOT a Spack checkout?"
+  out=${out##*$'\n'}
+  version=${out%% *}
+  [[ $version =~ ^[0-9]+(\.[0-9]+)+ ]] || die "cannot read a version from '$SPACK --version': $out"
+  version_ge "$version" "$min" ||
+    die "Spack $version at $SPACK_ROOT is older than the kit's minimum $min (spack/release.conf); unset SPACK_ROOT to use the pinned $(release_pin SPACK_RELEASE)"
+  printf '%s\n' "$version"
+}
+
+# Spack's builtin package repository at the pinned commit; prints the repository path.
+# PFSLAB_SPACK_PACKAGES names an existing spack-packages checkout instead.
+# $1: a bundle directory, or empty.
+ensure_builtin_repo() {
+  local bundle=${1:-} commit url dir
+  commit=$(release_pin SPACK_PACKAGES_COMMIT)
+  url=$(release_pin SPACK_PACKAGES_GIT_URL)
+  if [[ -n ${PFSLAB_SPACK_PACKAGES:-} ]]; then
+    dir=$PFSLAB_SPACK_PACKAGES
+    if [[ -d $dir/.git ]] && [[ $(git -C "$dir" rev-parse HEAD) != "$commit" ]]; then
+      die "PFSLAB_SPACK_PACKAGES=$dir is not at the pinned commit $commit (spack/release.conf)"
+    fi
+  else
+    dir=$PFSLAB_PREFIX/spack-packages/$commit
+    if [[ ! -f $dir/repos/spack_repo/builtin/repo.yaml ]]; then
+      rm -rf "$dir.partial"
+      mkdir -p "$dir.partial"
+      if [[ -n $bundle ]]; then
+        log "unpacking Spack's builtin packages ($commit) from the bundle"
+        tar -xzf "$bundle/spack-packages.tar.gz" -C "$dir.partial" || die "cannot unpack $bundle/spack-packages.tar.gz"
+      else
+        require_cmd git
+        log "fetching Spack's builtin packages at $commit"
+        {
+          git -C "$dir.partial" init --quiet &&
+            git -C "$dir.partial" fetch --quiet --depth 1 "$url" "$commit" &&
+            git -C "$dir.partial" checkout --quiet FETCH_HEAD
+        } >&2 || die "cannot fetch $url at $commit (no network? use MIRROR=<bundle> or PFSLAB_SPACK_PACKAGES=<checkout>)"
+      fi
+      mv "$dir.partial" "$dir"
+    fi
+  fi
+  [[ -f $dir/repos/spack_repo/builtin/repo.yaml ]] || die "$dir has no repos/spack_repo/builtin/repo.yaml; is it a spack-packages checkout?"
+  printf '%s\n' "$dir/repos/spack_repo/builtin"
+}
+
+# The kit's config scope: the builtin repository at the pinned commit.
+write_repos_config() {
+  cat >"$KIT_SCOPE/repos.yaml" <<EOF
+# Written by scripts/lib/spack.sh: Spack's builtin packages at the commit pinned in
+# spack/release.conf (the kit's own repository is named in spack/spack.yaml).
+repos:
+  builtin: $1
+EOF
+}
+
+# The kit's config scope: install only from the bundle (sources, binaries, bootstrap),
+# with every default mirror and bootstrap source dropped (::), so nothing reaches out.
+# With no bundle, remove what an earlier air-gapped run wrote.
+write_bundle_config() {
+  local bundle=${1:-}
+  if [[ -z $bundle ]]; then
+    rm -f "$KIT_SCOPE/mirrors.yaml" "$KIT_SCOPE/bootstrap.yaml"
+    return 0
+  fi
+  {
+    echo "# Written by scripts/lib/spack.sh for the bundle $bundle"
+    echo "mirrors::"
+    echo "  pfslab-bundle-sources:"
+    echo "    url: file://$bundle/mirror"
+    echo "    source: true"
+    echo "    binary: false"
+    if [[ -d $bundle/buildcache ]]; then
+      echo "  pfslab-bundle-binaries:"
+      echo "    url: file://$bundle/buildcache"
+      echo "    source: false"
+      echo "    binary: true"
+      echo "    signed: false"
+    fi
+  } >"$KIT_SCOPE/mirrors.yaml"
+  cat >"$KIT_SCOPE/bootstrap.yaml" <<EOF
+# Written by scripts/lib/spack.sh for the bundle $bundle
+bootstrap:
+  sources::
+  - name: pfslab-bundle-binaries
+    metadata: $bundle/bootstrap/metadata/binaries
+  - name: pfslab-bundle-sources
+    metadata: $bundle/bootstrap/metadata/sources
+  trusted:
+    pfslab-bundle-binaries: true
+    pfslab-bundle-sources: true
+EOF
+}
+
+# Concretize the environment (views untouched); writes spack.lock. An existing
+# spack.lock is kept as long as spack.yaml still matches it; $1=--force redoes it.
+concretize_env() {
+  spk -c view:false -e "$PFSLAB_SPACK_ENV" concretize "$@"
+}
