@@ -8,6 +8,8 @@ same file (peaks, sustained values from a seed) are kept as they are.
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 import json
 import statistics
 from collections import defaultdict
@@ -24,7 +26,7 @@ from pfslab.workloads import parse_case_name
 Key = tuple[str, str, int, str, int | None]  # workload, operation, threads, mode, nodes
 
 
-class BaselineError(ValueError):
+class BaselineError(KitError, ValueError):
     """The runs cannot make a baseline; the message says which and why."""
 
 

@@ -8,6 +8,8 @@ allowed.
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 import copy
 import json
 import re
@@ -31,7 +33,7 @@ REQUIRED_ROLES: dict[str, dict[str, int]] = {
 }
 
 
-class LabError(ValueError):
+class LabError(KitError, ValueError):
     """A lab is unknown or its file is invalid; the message is one line."""
 
 

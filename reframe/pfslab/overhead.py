@@ -8,6 +8,8 @@ the machine's drift over both sides. The last line is the kit/hand throughput ra
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 import json
 import math
 import os
@@ -27,7 +29,7 @@ from pfslab.units import convert
 CANDIDATES: tuple[tuple[str, tuple[str, ...]], ...] = (("ior", ("write", "read")), ("fio", ("write_iops", "read_iops")))
 
 
-class OverheadError(RuntimeError):
+class OverheadError(KitError, RuntimeError):
     """The comparison cannot run; the message says why."""
 
 

@@ -7,6 +7,8 @@ reference without a source is an error: a number nobody can trace is not a verdi
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +24,7 @@ POLICY_PATH: Path = REFERENCES_DIR / "policy.yaml"
 KINDS: tuple[str, ...] = ("peak", "sustained", "baseline", "derived")
 
 
-class ReferenceError(ValueError):
+class ReferenceError(KitError, ValueError):
     """A references file is malformed; the message names the file and entry."""
 
 

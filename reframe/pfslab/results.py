@@ -6,11 +6,13 @@ care which tool printed a number.
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-class ParseError(ValueError):
+class ParseError(KitError, ValueError):
     """The output is not a complete, successful run of the tool; the message says why."""
 
 

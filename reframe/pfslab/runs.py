@@ -4,6 +4,8 @@ report needs from it: ReFrame's report, the lab as run, its references, provenan
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,7 +15,7 @@ from typing import Any
 from pfslab import labs, references, state, sweeps, verdict, workloads
 
 
-class RunError(ValueError):
+class RunError(KitError, ValueError):
     """Not a usable run directory; the message says why."""
 
 

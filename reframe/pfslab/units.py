@@ -7,6 +7,8 @@ that a reference and a measurement are never compared in different units.
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 _BANDWIDTH: dict[str, float] = {
     "B/s": 1.0,
     "KiB/s": 2.0**10,
@@ -37,7 +39,7 @@ _KINDS: tuple[tuple[str, dict[str, float]], ...] = (
 KNOWN_UNITS: tuple[str, ...] = tuple(u for _, table in _KINDS for u in table)
 
 
-class UnitError(ValueError):
+class UnitError(KitError, ValueError):
     """A unit is unknown, or two units measure different things."""
 
 

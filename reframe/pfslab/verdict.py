@@ -7,6 +7,8 @@ a skipped test says why.
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 from pfslab.workloads import parse_case_name
 
 
-class ReportError(ValueError):
+class ReportError(KitError, ValueError):
     """The run directory holds no usable ReFrame report."""
 
 

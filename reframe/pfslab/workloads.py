@@ -8,6 +8,8 @@ rendering is unit-tested against the seeds' command lines.
 
 from __future__ import annotations
 
+from pfslab.errors import KitError
+
 import os
 import re
 import shlex
@@ -26,7 +28,7 @@ EXECUTABLES: dict[str, str] = {"lammps": "lmp", "ioshell": "io_shell"}
 INPUTS_DIR: Path = KIT_ROOT / "reframe" / "inputs"
 
 
-class WorkloadError(ValueError):
+class WorkloadError(KitError, ValueError):
     """A workload cannot be rendered (bad mode, unknown placeholder ...)."""
 
 
