@@ -9,6 +9,7 @@ SHELL := /bin/bash
 
 LAB ?=
 LABS ?=
+TARGET ?=
 MIRROR ?=
 MIRROR_OUT ?= local
 MODE ?=
@@ -17,6 +18,7 @@ RUN ?=
 A ?=
 B ?=
 LABS ?=
+TARGET ?=
 MIRROR ?=
 MIRROR_OUT ?=
 REFRAME_ARGS ?=
@@ -24,7 +26,7 @@ PYTHON := .venv/bin/python
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps toolchain mirror test-spack lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps toolchain mirror test-spack checkov user-data remote-up lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -57,6 +59,12 @@ lab-status: ## Show the running lab's nodes, roles, health and mounts
 bench: ## Run the running lab's workloads with ReFrame; keep the run under build/runs/
 	scripts/bench $(REFRAME_ARGS)
 
+user-data: ## Render LAB's cloud-init user-data for TARGET (default: the lab's target) into build/user-data/LAB
+	scripts/render-user-data $(LAB) $(or $(TARGET),$$($(PYTHON) scripts/pfslab lab get $(LAB) target)) build/user-data/$(LAB)
+
+remote-up: ## Resume the SSH bring-up (boot wait, cluster files, phases, preflight) of a provisioned cloud or bare-metal lab
+	scripts/remote-up $(LAB)
+
 dry-run: ## Write the job scripts of labs that run elsewhere (LABS="a b", default: all), run nothing
 	scripts/dry-run $(LABS)
 
@@ -76,7 +84,7 @@ overhead: ## Same benchmark by hand and through the kit, alternating: prints the
 demo: ## deps, local lab up, quick suite, verdict table: the first command on a new machine
 	scripts/demo
 
-test: test-python test-bats test-terraform lint ## All offline tests: pytest, bats, terraform, shellcheck
+test: test-python test-bats test-terraform lint checkov ## All offline tests: pytest, bats, terraform, shellcheck, mypy, checkov
 
 test-python: ## Unit tests of the kit's Python code (parsers, labs, workloads, verdicts)
 	$(PYTHON) -m pytest -q tests/unit
@@ -92,6 +100,9 @@ lint: ## shellcheck every shell script; mypy the Python package
 
 test-spack: ## Concretize the toolchain offline with a real Spack (SPACK_ROOT, SPACK_PYTHON with clingo, PFSLAB_SPACK_PACKAGES)
 	$(PYTHON) -m pytest -q -s -rs tests/unit/test_spack_env.py
+
+checkov: ## Static security checks of terraform/ with checkov (own venv in build/checkov-venv); fails on any failed check
+	scripts/checkov
 
 test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down (root; CI runs it)
 	bats tests/lab

@@ -7,15 +7,14 @@ should be: "measuring overall system performance (measured in completion time ..
 import reframe as rfm
 from reframe.core.builtins import parameter
 
-from pfslab.rfm import WorkloadTest
-from pfslab.workloads import cases
+from pfslab.rfm import WorkloadTest, test_cases
 
 
 @rfm.simple_test
 class IOShell(WorkloadTest):
-    case = parameter(cases("ioshell"), fmt=lambda c: c.name)
+    case = parameter(test_cases("ioshell"), fmt=lambda c: c.name)
 
 
 @rfm.simple_test
 class LAMMPS(WorkloadTest):
-    case = parameter(cases("lammps"), fmt=lambda c: c.name)
+    case = parameter(test_cases("lammps"), fmt=lambda c: c.name)

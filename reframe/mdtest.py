@@ -3,10 +3,9 @@
 import reframe as rfm
 from reframe.core.builtins import parameter
 
-from pfslab.rfm import WorkloadTest
-from pfslab.workloads import cases
+from pfslab.rfm import WorkloadTest, test_cases
 
 
 @rfm.simple_test
 class Mdtest(WorkloadTest):
-    case = parameter(cases("mdtest"), fmt=lambda c: c.name)
+    case = parameter(test_cases("mdtest"), fmt=lambda c: c.name)

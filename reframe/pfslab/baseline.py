@@ -8,8 +8,6 @@ same file (peaks, sustained values from a seed) are kept as they are.
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
 import json
 import statistics
 from collections import defaultdict
@@ -22,6 +20,7 @@ from pfslab import references
 from pfslab.units import convert
 from pfslab.verdict import final_testcases, load_report
 from pfslab.workloads import parse_case_name
+from pfslab.errors import KitError
 
 Key = tuple[str, str, int, str, int | None]  # workload, operation, threads, mode, nodes
 
@@ -107,6 +106,7 @@ def write(lab: str, run_dirs: list[Path], path: Path | None = None) -> tuple[Pat
         raise BaselineError("the runs passed no figure in common; nothing to make a baseline of")
     path = path or references.path_for(lab)
     kept: list[dict[str, Any]] = []
+    old: dict[str, Any] = {}
     if path.is_file():
         old = yaml.safe_load(path.read_text()) or {}
         kept = [e for e in old.get("references") or [] if e.get("kind") != "baseline"]
@@ -114,7 +114,8 @@ def write(lab: str, run_dirs: list[Path], path: Path | None = None) -> tuple[Pat
         f"# References of lab {lab}. Baselines are written by `make baseline` from the runs\n"
         f"# their source names; other entries are published values, kept as written.\n"
     )
-    document = {"lab": lab, "references": kept + entries}
+    # Everything else the file holds (notes on published claims ...) is kept as it was.
+    document = {**old, "lab": lab, "references": kept + entries}
     path.write_text(header + yaml.safe_dump(document, sort_keys=False, width=120))
     references.load(lab, path)  # what was written must load
     return path, len(entries)

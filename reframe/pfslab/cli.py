@@ -59,6 +59,8 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     lab = labs.load(args.lab)
     if args.lab_command == "check":
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
+    elif args.lab_command == "system":
+        print(labs.system_name(lab["name"]))
     elif args.lab_command == "show":
         json.dump(lab, sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
@@ -77,6 +79,7 @@ def _add_lab(sub: Subparsers) -> None:
     actions = p.add_subparsers(dest="lab_command", required=True, metavar="ACTION")
     actions.add_parser("list", help="names of the labs that exist")
     actions.add_parser("check", help="validate a lab file").add_argument("lab", help="lab name or path to a lab file")
+    actions.add_parser("system", help="the lab's ReFrame system name (for --system)").add_argument("lab")
     show = actions.add_parser("show", help="print a validated lab as JSON (extends applied)")
     show.add_argument("lab")
     show.add_argument("--pretty", action="store_true")

@@ -8,8 +8,6 @@ allowed.
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
 import copy
 import json
 import re
@@ -20,6 +18,7 @@ from typing import Any
 import yaml
 
 from pfslab import KIT_ROOT
+from pfslab.errors import KitError
 
 LABS_DIR: Path = KIT_ROOT / "labs"
 SCHEMA_PATH: Path = LABS_DIR / "schema.json"
@@ -260,6 +259,12 @@ def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
 def client_nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
     """Nodes that mount the file system and run benchmark threads."""
     return [n for n in nodes(lab) if any(r.endswith("-client") for r in n["roles"])]
+
+
+def system_name(lab: str) -> str:
+    """The lab's ReFrame system name: ReFrame allows only letters, digits, '_' and '-'
+    (beegfs-small+1 becomes beegfs-small_plus1)."""
+    return lab.replace("+", "_plus").replace(".", "_")
 
 
 _SAFE_NAME = re.compile(r"^[a-z][a-z0-9.+-]*$")

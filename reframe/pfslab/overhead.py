@@ -8,8 +8,6 @@ the machine's drift over both sides. The last line is the kit/hand throughput ra
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
 import json
 import math
 import os
@@ -24,6 +22,7 @@ from pfslab import KIT_ROOT, labs, state, workloads
 from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
 from pfslab.units import convert
+from pfslab.errors import KitError
 
 #: Preferred workloads, in order, by tool: the first whose tool is installed is measured.
 CANDIDATES: tuple[tuple[str, tuple[str, ...]], ...] = (("ior", ("write", "read")), ("fio", ("write_iops", "read_iops")))

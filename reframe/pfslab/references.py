@@ -3,21 +3,27 @@
 ``reframe/references/<lab>.yaml`` lists every reference of a lab with its provenance;
 ``reframe/references/policy.yaml`` is the one statement of the tolerance policy. A
 reference without a source is an error: a number nobody can trace is not a verdict.
+
+The file may also hold ``notes``: what a source states that is not a figure a run can
+be held to (relative claims such as "2.13 times the previous release", theoretical
+limits, capacities, "the study publishes figures only"). They are kept with their
+source for reports and readers, never compared; a note without a source is an error
+too.
 """
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
 from pfslab import KIT_ROOT
 from pfslab.units import KNOWN_UNITS, higher_is_better
+from pfslab.errors import KitError
 
 REFERENCES_DIR: Path = KIT_ROOT / "reframe" / "references"
 POLICY_PATH: Path = REFERENCES_DIR / "policy.yaml"
@@ -57,12 +63,24 @@ def policy() -> dict[str, dict[str, float | None]]:
     return kinds
 
 
+@dataclass(frozen=True)
+class Note:
+    """A sourced statement that is not a reference (a relative claim, a limit, a capacity)."""
+
+    text: str
+    source: dict[str, Any]
+
+
+def _has_source(source: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(source, dict) and bool(source.get("document")) and bool(source.get("where") or source.get("quote"))
+
+
 def _entry(raw: dict[str, Any], where: str) -> Reference:
     for key in ("workload", "operation", "value", "unit", "kind"):
         if key not in raw:
             raise ReferenceError(f"{where}: missing {key!r}")
     source = raw.get("source")
-    if not isinstance(source, dict) or not source.get("document") or not (source.get("where") or source.get("quote")):
+    if not _has_source(source):
         raise ReferenceError(f"{where}: a reference needs a source with a document and where/quote")
     if raw["unit"] not in KNOWN_UNITS:
         raise ReferenceError(f"{where}: unit {raw['unit']!r} is unknown; known: {', '.join(KNOWN_UNITS)}")
@@ -92,20 +110,59 @@ def _entry(raw: dict[str, Any], where: str) -> Reference:
     )
 
 
+def _note(raw: Any, where: str) -> Note:
+    if not isinstance(raw, dict):
+        raise ReferenceError(f"{where}: a note is a mapping with 'text' and 'source', not {type(raw).__name__}")
+    text = raw.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ReferenceError(f"{where}: missing 'text'")
+    source = raw.get("source")
+    if not _has_source(source):
+        raise ReferenceError(f"{where}: a note needs a source with a document and where/quote")
+    return Note(text=text.strip(), source=source)
+
+
 def path_for(lab: str) -> Path:
-    return REFERENCES_DIR / f"{lab}.yaml"
+    """The lab's references file. PFSLAB_REFERENCES_DIR points elsewhere (a trial
+    baseline, a site's own references) without touching the kit's files; the
+    tolerance policy stays the kit's."""
+    return Path(os.environ.get("PFSLAB_REFERENCES_DIR") or REFERENCES_DIR) / f"{lab}.yaml"
+
+
+def _document(lab: str, path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ReferenceError(f"{path.name}: must be a mapping with 'lab', 'references' and 'notes'")
+    if data.get("lab") != lab:
+        raise ReferenceError(f"{path.name}: 'lab' must be {lab!r}, not {data.get('lab')!r}")
+    for key in ("references", "notes"):
+        if data.get(key) is not None and not isinstance(data[key], list):
+            raise ReferenceError(f"{path.name}: {key!r} must be a list")
+    return data
 
 
 def load(lab: str, path: Path | None = None) -> list[Reference]:
-    """All references of a lab (empty when it has no references file)."""
+    """All references of a lab (empty when it has no references file). Notes are validated too."""
     path = path or path_for(lab)
     if not path.is_file():
         return []
-    data = yaml.safe_load(path.read_text()) or {}
-    if data.get("lab") != lab:
-        raise ReferenceError(f"{path.name}: 'lab' must be {lab!r}, not {data.get('lab')!r}")
+    data = _document(lab, path)
     entries = data.get("references") or []
-    return [_entry(raw, f"{path.name}: references[{i}]") for i, raw in enumerate(entries)]
+    refs = [_entry(raw, f"{path.name}: references[{i}]") for i, raw in enumerate(entries)]
+    _notes(data, path)
+    return refs
+
+
+def _notes(data: dict[str, Any], path: Path) -> list[Note]:
+    return [_note(raw, f"{path.name}: notes[{i}]") for i, raw in enumerate(data.get("notes") or [])]
+
+
+def notes(lab: str, path: Path | None = None) -> list[Note]:
+    """The sourced notes of a lab's references file (empty when it has none)."""
+    path = path or path_for(lab)
+    if not path.is_file():
+        return []
+    return _notes(_document(lab, path), path)
 
 
 def lookup(

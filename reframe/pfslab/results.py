@@ -6,10 +6,10 @@ care which tool printed a number.
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from pfslab.errors import KitError
 
 
 class ParseError(KitError, ValueError):

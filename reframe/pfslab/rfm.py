@@ -48,6 +48,25 @@ JOB_PRELUDE: list[str] = [
 ]
 
 
+def current_labs() -> list[str]:
+    """The labs of the system ReFrame runs on (`--system` or the running lab).
+
+    Test files expand only these labs' cases: instantiating every lab's hundreds of
+    cases just to discard them made a dry run several times slower.
+    """
+    import reframe.core.runtime as rt
+
+    try:
+        system = rt.runtime().system.name
+    except Exception:  # no runtime (the file imported outside ReFrame): every lab
+        return labs.lab_names()
+    return [name for name in labs.lab_names() if labs.system_name(name) == system]
+
+
+def test_cases(tool: str) -> list[workloads.Case]:
+    return workloads.cases(tool, current_labs())
+
+
 class WorkloadTest(rfm.RunOnlyRegressionTest):
     """Base of every workload test; subclasses set ``case = parameter(workloads.cases(TOOL))``."""
 
@@ -70,7 +89,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         case: workloads.Case = self.case
         self.lab = labs.load(case.lab)
         self.workload = workloads.find(self.lab, case.workload)
-        self.valid_systems = [f"{case.lab}:clients"]
+        self.valid_systems = [f"{labs.system_name(case.lab)}:clients"]
         where = f"{case.threads} threads" if case.nodes is None else f"{case.nodes} nodes x {case.threads // case.nodes} processes"
         self.descr = f"{self.workload.get('title', case.workload)} on {case.lab}, {where} ({case.mode})"
         self.tags = {"pfslab", case.lab, self.workload["tool"], self.workload["pattern"], case.mode}
@@ -99,6 +118,12 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         clients, inventory = self._clients()
         if inventory is None and not self.is_dry_run():
             self._skip(f"lab {case.lab} is not up; run 'make lab-up LAB={case.lab}'")
+        fs_type = self.lab["filesystem"]["type"]
+        if fs_type not in self.workload.get("filesystems", [fs_type]):
+            self._skip(
+                f"workload {case.workload} runs on {', '.join(self.workload['filesystems'])} only; "
+                f"lab {case.lab} is {fs_type}"
+            )
         tool = self.workload["tool"]
         executable = workloads.EXECUTABLES.get(tool, tool)
         if inventory is None:
@@ -166,7 +191,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             ref = references.lookup(refs, case.workload, op, case.threads, case.mode, case.nodes)
             if ref is not None:
                 table[op] = (ref.value, ref.lower, ref.upper, ref.unit)
-        self.reference = {f"{case.lab}:clients": table}
+        self.reference = {f"{labs.system_name(case.lab)}:clients": table}
 
     def _measured(self) -> list[str]:
         """Each figure the verdict uses, once (iterations repeat steps)."""
@@ -228,7 +253,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         if self.is_dry_run():
             return  # nothing ran: no figures
         case: workloads.Case = self.case
-        table = self.reference.get(f"{case.lab}:clients", {})
+        table = self.reference.get(f"{labs.system_name(case.lab)}:clients", {})
         self.perf_variables = {}
         for op in self._measured():
             native = self.result_units.get(op, "MiB/s")

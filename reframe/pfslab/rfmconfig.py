@@ -60,7 +60,7 @@ def build() -> dict[str, Any]:
     systems: list[dict[str, Any]] = []
     if active and inventory:
         systems.append(
-            _system(active, inventory.get("title", active), [".*"],
+            _system(labs.system_name(active), inventory.get("title", active), [".*"],
                     _partition(f"clients of lab {active}", "local", "local"), runs)
         )
     for name in labs.lab_names():
@@ -69,8 +69,9 @@ def build() -> dict[str, Any]:
         lab = labs.load(name)
         if lab["target"] == "local":
             continue  # a local lab only exists once it is up
+        system = labs.system_name(name)
         systems.append(
-            _system(name, lab["title"], [f"^pfslab-never-matches-{name}$"],
+            _system(system, lab["title"], [f"^pfslab-never-matches-{system}$"],
                     _partition(f"clients of lab {name} (dry runs; run there for results)", "local", "local"), runs)
         )
     systems.append(

@@ -4,8 +4,6 @@ report needs from it: ReFrame's report, the lab as run, its references, provenan
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pfslab import labs, references, state, sweeps, verdict, workloads
+from pfslab.errors import KitError
 
 
 class RunError(KitError, ValueError):

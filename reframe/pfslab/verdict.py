@@ -7,14 +7,13 @@ a skipped test says why.
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from pfslab.workloads import parse_case_name
+from pfslab.errors import KitError
 
 
 class ReportError(KitError, ValueError):

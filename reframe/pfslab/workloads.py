@@ -8,8 +8,6 @@ rendering is unit-tested against the seeds' command lines.
 
 from __future__ import annotations
 
-from pfslab.errors import KitError
-
 import os
 import re
 import shlex
@@ -19,6 +17,7 @@ from typing import Any
 
 from pfslab import KIT_ROOT, distribution, labs
 from pfslab.units import format_size, parse_size
+from pfslab.errors import KitError
 
 MODES: tuple[str, ...] = ("quick", "full")
 MPI_TOOLS: frozenset[str] = frozenset({"ior", "mdtest", "lammps"})
@@ -286,7 +285,10 @@ def _render_step(
     args = render_args(spec["args"], values, workload["id"])
     tag = f"step{index + 1}" + (f".it{iteration}" if iterations_for(workload, case.mode) > 1 else "")
     output = f"{ctx.work_dir}/{tag}.{tool}.out"
-    launcher = ctx.mpirun or workload.get("launcher") or lab.get("launcher", {}).get("mpirun")
+    # A seed's own mpirun line belongs to its fabric; on a lab that imports the shape,
+    # that lab's line runs it.
+    own_launcher = None if "/" in case.workload else workload.get("launcher")
+    launcher = ctx.mpirun or own_launcher or lab.get("launcher", {}).get("mpirun")
     if tool in MPI_TOOLS:
         if not launcher:
             raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for {tool}")

@@ -30,7 +30,7 @@ def entry(**changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("lab", [n for n in labs.lab_names() if references.path_for(n).is_file()])
 def test_every_shipped_references_file_loads(lab: str) -> None:
     refs = references.load(lab)
-    assert refs, f"{lab} has a references file without references"
+    assert refs or references.notes(lab), f"{lab} has a references file with neither references nor notes"
     assert all(r.source.get("document") for r in refs)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,12 @@ def test_the_running_lab_comes_first_and_runs_one_job_at_a_time(run_dir: Path, m
 def test_labs_provisioned_elsewhere_get_systems_that_never_match(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: None)
     config = rfmconfig.build()
-    remote = [n for n in labs.lab_names() if labs.load(n)["target"] != "local"]
+    remote = {labs.system_name(n) for n in labs.lab_names() if labs.load(n)["target"] != "local"}
     for system in config["systems"]:
         if system["name"] in remote:
             assert system["hostnames"] == [f"^pfslab-never-matches-{system['name']}$"]
-    assert set(remote) <= set(names(config))
+    assert remote <= set(names(config))
+    # ReFrame allows only letters, digits, '_' and '-' in system names.
+    assert "beegfs-small_plus1" in names(config) and all(
+        re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", n) for n in names(config)
+    )

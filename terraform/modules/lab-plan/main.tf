@@ -58,10 +58,13 @@ locals {
     for n in local.node_list : n.name => try([for d in n.hardware.drives : d if d.use == "data"][0], null)
   }
 
+  # Existing bare-metal hosts keep the addresses they have (targets.baremetal.hosts).
+  host_addresses = { for name, addr in try(local.lab.targets.baremetal.hosts, {}) : name => addr if local.target == "baremetal" }
+
   nodes = {
     for pos, n in local.node_list : n.name => merge(n, {
       position = pos
-      address  = cidrhost(local.lab.network.subnet, var.first_address + pos)
+      address  = lookup(local.host_addresses, n.name, cidrhost(local.lab.network.subnet, var.first_address + pos))
       osd_ids  = [for k in range(local.osds_per_node[pos]) : sum(concat([0], slice(local.osds_per_node, 0, pos))) + k]
       paths    = { for k, v in local.path_templates : k => replace(v, "{node}", n.name) }
     })
@@ -78,6 +81,8 @@ locals {
     fsid  = uuidv5("url", "https://pfslab.example/labs/${local.lab.name}")
     mons  = [for name in try(local.role_nodes["ceph-mon"], []) : { name = name, address = local.nodes[name].address }]
     first = { for role, names in local.role_nodes : role => names[0] }
+    # Every node of the lab, so a role can reach its peers by name or address.
+    nodes = [for n in local.node_list : { name = n.name, address = local.nodes[n.name].address, roles = n.roles }]
   }
 
   disks = {
@@ -100,7 +105,7 @@ locals {
     for name, n in local.nodes : name => {
       lab        = local.lab.name
       target     = local.target
-      node       = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles }
+      node       = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles, hardware = n.hardware }
       filesystem = local.fs
       os_tuning  = try(local.lab.os_tuning, {})
       network    = local.lab.network

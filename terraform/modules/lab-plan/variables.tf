@@ -46,3 +46,47 @@ variable "first_address" {
     error_message = "The first_address must be a whole number of at least 2."
   }
 }
+
+variable "ssh_public_key" {
+  description = "OpenSSH public key of the lab (build/<lab>/ssh/id_ed25519.pub, made by the kit before apply) that cloud-init authorises for root on every node. Null leaves keys to the target (AWS key pair, Azure admin key, MAAS user keys). Only the public half ever reaches Terraform."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.ssh_public_key == null || can(regex("^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp[0-9]+) [A-Za-z0-9+/=]+( .*)?$", coalesce(var.ssh_public_key, "x")))
+    error_message = "The ssh_public_key must be one OpenSSH public key line (ssh-ed25519 AAAA... comment)."
+  }
+}
+
+variable "owner" {
+  description = "Value of the owner tag on every cloud resource. Null means the lab file's targets.<target>.owner, else \"unknown\"."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.owner == null || can(regex("^[A-Za-z0-9_.:/=+@ -]{1,128}$", coalesce(var.owner, "x")))
+    error_message = "The owner must be 1-128 letters, digits, spaces or _ . : / = + - @ (allowed in AWS and Azure tag values)."
+  }
+}
+
+variable "expiry" {
+  description = "Value of the expiry tag (RFC 3339, UTC), fixed by the kit at the lab's first lab-up so that later applies do not change it. Null means the plan time plus targets.<target>.expiry_hours (default 8)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.expiry == null || can(formatdate("YYYY", coalesce(var.expiry, "2000-01-01T00:00:00Z")))
+    error_message = "The expiry must be an RFC 3339 timestamp such as 2026-11-30T18:00:00Z."
+  }
+}
+
+variable "node_kit_root" {
+  description = "Where the kit is installed on cloud and bare-metal nodes (baked into the images by Packer); cloud-init runs its role scripts from there."
+  type        = string
+  default     = "/opt/pfslab"
+
+  validation {
+    condition     = startswith(var.node_kit_root, "/") && !strcontains(var.node_kit_root, " ")
+    error_message = "The node_kit_root must be an absolute path without spaces."
+  }
+}

@@ -117,3 +117,27 @@ run "rejects_an_unknown_target" {
 
   expect_failures = [var.target]
 }
+
+run "a_cloud_plan_names_its_problems" {
+  command = plan
+
+  variables {
+    target = "aws"
+    paths  = {}
+  }
+
+  assert {
+    condition     = contains(output.problems, "targets.aws.groups has no entry for node group osd")
+    error_message = "A lab without an aws mapping cannot be provisioned there, and the plan says which group is missing."
+  }
+}
+
+run "rejects_a_bad_public_key" {
+  command = plan
+
+  variables {
+    ssh_public_key = "-----BEGIN OPENSSH PRIVATE KEY-----"
+  }
+
+  expect_failures = [var.ssh_public_key]
+}

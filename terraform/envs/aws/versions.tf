@@ -1,0 +1,23 @@
+terraform {
+  required_version = ">= 1.6"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "~> 5.80"
+    }
+  }
+
+  # State lives under build/<lab>/: scripts/lab passes the path at init.
+  backend "local" {}
+}
+
+provider "aws" {
+  region = local.aws.region
+
+  # Every resource the provider creates carries the lab's tags, so that
+  # `make lab-down` can prove nothing tagged lab=<name> is left.
+  default_tags {
+    tags = module.plan.tags
+  }
+}

@@ -1,0 +1,52 @@
+variable "lab_file" {
+  description = "Path of the lab: labs/<name>.yaml or the kit's resolved build/<lab>/lab.json."
+  type        = string
+
+  validation {
+    condition     = can(regex("\\.(ya?ml|json)$", var.lab_file)) && fileexists(var.lab_file)
+    error_message = "The lab_file must be an existing .yaml or .json file."
+  }
+}
+
+variable "target" {
+  description = "Target to render for: local, aws, azure or baremetal."
+  type        = string
+
+  validation {
+    condition     = contains(["local", "aws", "azure", "baremetal"], var.target)
+    error_message = "The target must be one of local, aws, azure, baremetal."
+  }
+}
+
+variable "ssh_public_key" {
+  description = "Public key to authorise in the user-data (optional; a fixed test key by default is not used)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.ssh_public_key == null || can(regex("^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp[0-9]+) ", coalesce(var.ssh_public_key, "x")))
+    error_message = "The ssh_public_key must be an OpenSSH public key line."
+  }
+}
+
+variable "owner" {
+  description = "Owner tag (default: the lab file's, else unknown)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.owner == null || length(coalesce(var.owner, "x")) <= 128
+    error_message = "The owner must be at most 128 characters."
+  }
+}
+
+variable "expiry" {
+  description = "Expiry tag, RFC 3339 (default: now plus the lab's expiry_hours)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.expiry == null || can(formatdate("YYYY", coalesce(var.expiry, "2000-01-01T00:00:00Z")))
+    error_message = "The expiry must be an RFC 3339 timestamp."
+  }
+}

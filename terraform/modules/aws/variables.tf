@@ -1,0 +1,156 @@
+variable "lab_name" {
+  description = "Name of the lab; names every resource (pfslab-<lab>-...)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9.+-]{0,39}$", var.lab_name))
+    error_message = "The lab_name must be lower case letters, digits, '.', '+' or '-'."
+  }
+}
+
+variable "subnet_cidr" {
+  description = "The lab's network.subnet: CIDR of the VPC and subnet the adapter creates, or of the existing subnet_id."
+  type        = string
+
+  validation {
+    condition     = can(cidrhost(var.subnet_cidr, 1))
+    error_message = "The subnet_cidr must be an IPv4 network such as 10.20.0.0/24."
+  }
+}
+
+variable "availability_zone" {
+  description = "Zone of the subnet and the cluster placement group (one zone; pinned by the lab file so the lab never moves)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]{2}(-gov)?-[a-z]+-[0-9][a-z]$", var.availability_zone))
+    error_message = "The availability_zone must look like us-east-1a."
+  }
+}
+
+variable "vpc_id" {
+  description = "An existing VPC (with subnet_id); null creates a VPC, subnet, internet gateway and route table for the lab."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.vpc_id == null || can(regex("^vpc-[0-9a-f]{8,17}$", coalesce(var.vpc_id, "vpc-00000000")))
+    error_message = "The vpc_id must look like vpc-0123456789abcdef0."
+  }
+}
+
+variable "subnet_id" {
+  description = "An existing subnet of vpc_id whose CIDR is the lab's subnet; null creates one."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.subnet_id == null || can(regex("^subnet-[0-9a-f]{8,17}$", coalesce(var.subnet_id, "subnet-00000000")))
+    error_message = "The subnet_id must look like subnet-0123456789abcdef0."
+  }
+}
+
+variable "placement" {
+  description = "cluster: one cluster placement group for every instance (EFA's low-latency case); none: no placement group."
+  type        = string
+  default     = "cluster"
+
+  validation {
+    condition     = contains(["cluster", "none"], var.placement)
+    error_message = "The placement must be cluster or none."
+  }
+}
+
+variable "public_ip" {
+  description = "Give each node an Elastic IP on its primary interface, the address the kit reaches over SSH."
+  type        = bool
+  default     = true
+
+  validation {
+    condition     = var.public_ip != null
+    error_message = "The public_ip must be true or false."
+  }
+}
+
+variable "ssh_cidrs" {
+  description = "Networks admitted to port 22 (the kit's machine or a bastion)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.ssh_cidrs) > 0 && alltrue([for c in var.ssh_cidrs : can(cidrhost(c, 0))])
+    error_message = "The ssh_cidrs must be a non-empty list of IPv4 CIDRs."
+  }
+}
+
+variable "ssh_public_key" {
+  description = "The lab's OpenSSH public key (build/<lab>/ssh/id_ed25519.pub); imported as the lab's key pair."
+  type        = string
+
+  validation {
+    condition     = can(regex("^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp[0-9]+) ", var.ssh_public_key))
+    error_message = "The ssh_public_key must be an OpenSSH public key line."
+  }
+}
+
+variable "images" {
+  description = "AMIs per image kind (server, client): an exact id, or a name filter and owners (the newest match is used)."
+  type = map(object({
+    id     = optional(string)
+    name   = optional(string)
+    owners = optional(list(string), ["self"])
+  }))
+
+  validation {
+    condition     = contains(keys(var.images), "server") && alltrue([for i in values(var.images) : i.id != null || i.name != null])
+    error_message = "The images need a server entry, and each image an id or a name."
+  }
+}
+
+variable "nodes" {
+  description = "Nodes from the lab plan: name => {address, roles}."
+  type = map(object({
+    address = string
+    roles   = list(string)
+  }))
+
+  validation {
+    condition     = length(var.nodes) > 0
+    error_message = "The lab has no nodes."
+  }
+}
+
+variable "machines" {
+  description = "Per node, from the lab plan: instance type, image kind, EFA interfaces (one per network card), instance-store drives and root volume size."
+  type = map(object({
+    type           = string
+    image          = string
+    efa_interfaces = number
+    local_nvme     = number
+    root_volume_gb = number
+  }))
+
+  validation {
+    condition     = alltrue([for m in values(var.machines) : m.type != null && m.efa_interfaces >= 0 && m.efa_interfaces <= 32])
+    error_message = "Every node needs an instance type (targets.aws.groups) and 0-32 EFA interfaces."
+  }
+}
+
+variable "user_data" {
+  description = "Per node, its cloud-init user-data from the lab plan (sent gzipped)."
+  type        = map(string)
+
+  validation {
+    condition     = alltrue([for u in values(var.user_data) : startswith(u, "#cloud-config")])
+    error_message = "Every user-data must be a #cloud-config document."
+  }
+}
+
+variable "tags" {
+  description = "Tags of every resource (lab, owner, expiry, pfslab), from the lab plan."
+  type        = map(string)
+
+  validation {
+    condition     = alltrue([for k in ["lab", "owner", "expiry", "pfslab"] : contains(keys(var.tags), k)])
+    error_message = "The tags must include lab, owner, expiry and pfslab."
+  }
+}

@@ -1,0 +1,206 @@
+# What a cloud or bare-metal target needs beyond the nodes: the machine each node
+# group maps to (targets.<target>.groups of the lab file), the tags every resource
+# carries, and each node's cloud-init user-data. Still provider-free: the adapters
+# (terraform/modules/{aws,azure,baremetal}) only create what is decided here.
+
+locals {
+  tmap = try(local.lab.targets[local.target], {})
+  gmap = try(local.tmap.groups, {})
+
+  # Local NVMe drives are found by model: the names the kernel gives them change
+  # between boots and instance types, the model string does not.
+  nvme_models = {
+    local     = ""
+    aws       = "Amazon EC2 NVMe Instance Storage"
+    azure     = "Microsoft NVMe Direct Disk"
+    baremetal = ""
+  }
+
+  baremetal_maas = try(local.lab.targets.baremetal.maas, null) != null
+
+  # One shape for every target, so the adapters read the same fields.
+  machines = {
+    for n in local.node_list : n.name => {
+      kind = {
+        local     = "netns"
+        aws       = "aws_instance"
+        azure     = "azure_vm"
+        baremetal = contains(keys(local.host_addresses), n.name) ? "host" : "maas"
+      }[local.target]
+      group = n.group
+      # Instance type (aws), VM size (azure); null on bare metal and local.
+      type  = try(local.gmap[n.group].instance_type, local.gmap[n.group].vm_size, null)
+      image = try(local.gmap[n.group].image, alltrue([for r in n.roles : endswith(r, "-client")]) ? "client" : "server")
+      # One EFA interface per network card (aws): 0 means ENA only.
+      efa_interfaces = try(local.gmap[n.group].efa_interfaces, 0)
+      # Local NVMe drives the node's data uses: instance store (aws), local NVMe (azure).
+      local_nvme     = try(local.gmap[n.group].instance_store_drives, local.gmap[n.group].local_nvme_drives, 0)
+      nvme_model     = try(local.gmap[n.group].nvme_model, local.nvme_models[local.target])
+      data_devices   = try(tolist(local.gmap[n.group].data_devices), [])
+      root_volume_gb = try(local.gmap[n.group].root_volume_gb, local.gmap[n.group].os_disk_gb, 64)
+      infiniband     = try(local.gmap[n.group].infiniband, false)
+      accelerated    = try(local.gmap[n.group].accelerated_networking, true)
+      maas_tags      = try(tolist(local.gmap[n.group].maas_tags), [])
+      distro_series  = try(local.gmap[n.group].distro_series, try(local.lab.targets.baremetal.maas.distro_series, null))
+      ipoib_address  = try(local.gmap[n.group].infiniband, false) && local.target == "azure" ? local.nodes[n.name].address : null
+      # The lab address on the Ethernet side (Azure: VNet; the lab subnet is IPoIB there).
+      ethernet_address = local.target == "azure" && try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, var.first_address + local.nodes[n.name].position) : local.nodes[n.name].address
+    }
+  }
+
+  owner        = coalesce(var.owner, try(local.tmap.owner, null), "unknown")
+  expiry_hours = try(local.tmap.expiry_hours, 8)
+  tags = {
+    lab    = local.lab.name
+    owner  = local.owner
+    expiry = coalesce(var.expiry, timeadd(plantimestamp(), "${local.expiry_hours}h"))
+    pfslab = "managed"
+  }
+
+  # Local data drives the lab file says a node of the group has (hardware.drives, not os).
+  hw_nvme = { for g in local.lab.node_groups : g.name => sum(concat([0], [for d in try(g.hardware.drives, []) : d.count if contains(["nvme", "ssd", "hdd"], d.kind) && d.use != "os"])) }
+  hw_efa  = { for g in local.lab.node_groups : g.name => sum(concat([0], [for nic in try(g.hardware.nics, []) : nic.count if nic.type == "efa"])) }
+  groups  = [for g in local.lab.node_groups : g.name]
+
+  # What makes a plan unusable for its target; the roots refuse to apply with any.
+  problems = concat(
+    [for g in local.groups : "targets.${local.target}.groups has no entry for node group ${g}" if contains(["aws", "azure"], local.target) && !contains(keys(local.gmap), g)],
+    [for g in keys(local.gmap) : "targets.${local.target}.groups.${g}: the lab has no node group ${g}" if !contains(local.groups, g)],
+    [for g in local.groups : "targets.aws.groups.${g}.efa_interfaces is ${try(local.gmap[g].efa_interfaces, 0)} but node group ${g} lists ${local.hw_efa[g]} EFA NIC(s)" if local.target == "aws" && contains(keys(local.gmap), g) && local.hw_efa[g] > 0 && try(local.gmap[g].efa_interfaces, 0) != local.hw_efa[g]],
+    [for g in local.groups : "targets.${local.target}.groups.${g}: ${local.hw_nvme[g]} local data drive(s) in the lab file but ${try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)} local NVMe drive(s) mapped" if contains(["aws", "azure"], local.target) && contains(keys(local.gmap), g) && local.hw_nvme[g] != try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)],
+    [for unmapped in [sort([for name, m in local.machines : name if local.target == "baremetal" && m.kind == "maas" && !local.baremetal_maas])] : "targets.baremetal has neither a hosts entry nor a maas section for node(s) ${join(", ", unmapped)}" if length(unmapped) > 0],
+    [for name, u in local.user_data : "node ${name}: its user-data is ${floor(length(base64gzip(u)) * 3 / 4)} bytes gzipped, over the 16384 bytes EC2 accepts" if local.target == "aws" && length(base64gzip(u)) * 3 / 4 > 16384],
+  )
+
+  # ---- cloud-init ---------------------------------------------------------------
+
+  role_phase = merge([for i, roles in local.phases_by_fs[local.fs.type] : { for r in roles : r => i }]...)
+
+  # Steps a node runs at first boot, per role: only those that need no other node.
+  # Cross-node steps (the cluster's keys, starting roles in phase order, waiting for
+  # health) are run afterwards over SSH by scripts/remote-up. GPFS needs the user's
+  # installer and a cluster over SSH: nothing of it runs at boot.
+  boot_actions = {
+    "ceph-mon"       = ["install", "configure-if-first"]
+    "ceph-mgr"       = ["install"]
+    "ceph-osd"       = ["install"]
+    "ceph-mds"       = ["install"]
+    "ceph-client"    = ["install", "configure"]
+    "beegfs-mgmt"    = ["install", "configure"]
+    "beegfs-meta"    = ["install", "configure"]
+    "beegfs-storage" = ["install", "configure"]
+    "beegfs-client"  = ["install", "configure"]
+    "beegfs-mon"     = ["install", "configure"]
+    "nfs-server"     = ["install", "configure"]
+    "nfs-client"     = ["install", "configure"]
+    "gpfs-manager"   = []
+    "gpfs-nsd"       = []
+    "gpfs-client"    = []
+  }
+
+  boot_steps = {
+    for name, n in local.nodes : name => [for s in concat(["common up tuning"], flatten([
+      for key in sort([for r in n.roles : format("%02d %s", lookup(local.role_phase, r, 99), r)]) : [
+        for a in local.boot_actions[split(" ", key)[1]] : format("%s %s %s",
+          split("-", split(" ", key)[1])[0],
+          a == "configure-if-first" ? "configure" : a,
+          join("-", slice(split("-", split(" ", key)[1]), 1, length(split("-", split(" ", key)[1])))),
+        ) if a != "configure-if-first" || local.cluster.first[split(" ", key)[1]] == name
+      ]
+    ])) : split(" ", s)]
+  }
+
+  hosts_file = join("", concat(["# pfslab hosts of lab ${local.lab.name}\n"], [for n in local.node_list : "${local.nodes[n.name].address} ${n.name}\n"]))
+
+  # Links /dev/disk/pfslab/data<i> to the node's data drives, every boot (/dev is
+  # rebuilt): local NVMe by model, ordered by serial (stable across boots), or the
+  # explicit devices of a bare-metal group. Roles use only these names.
+  disk_script = <<-EOT
+    mkdir -p /dev/disk/pfslab
+    if [ "$1" = paths ]; then
+      shift; i=0
+      for d in "$@"; do ln -sfn "$d" "/dev/disk/pfslab/data$i"; i=$((i+1)); done
+      exit 0
+    fi
+    model=$2; want=$3; i=0
+    for s in $(for b in /sys/block/nvme*n1; do
+        [ -e "$b/device/model" ] || continue
+        case "$(cat "$b/device/model")" in "$model"*) echo "$(tr -d ' ' <"$b/device/serial")=$${b##*/}" ;; esac
+      done | sort); do
+      ln -sfn "/dev/$${s#*=}" "/dev/disk/pfslab/data$i"; i=$((i+1))
+    done
+    [ "$i" -ge "$want" ] || echo "pfslab-disks: found $i of $want local NVMe drives of model $model" >&2
+  EOT
+
+  # Azure HB/HC-series: the lab's address goes on the InfiniBand interface (IPoIB).
+  ipoib_script = <<-EOT
+    for n in /sys/class/net/*; do
+      [ "$(cat "$n/type" 2>/dev/null)" = 32 ] || continue
+      ip addr replace "$1" dev "$${n##*/}" && ip link set "$${n##*/}" up && exit 0
+    done
+    echo "pfslab-ipoib: no InfiniBand interface for $1" >&2
+    [ "$2" = soft ]
+  EOT
+
+  prefix_len = split("/", local.lab.network.subnet)[1]
+  node_env   = ["env", "PFSLAB_NODE_CONFIG=/etc/pfslab/node.json", "PFSLAB_ROOT=${var.node_kit_root}"]
+
+  disk_cmd = {
+    for name, m in local.machines : name => length(m.data_devices) > 0 ? concat(["sh", "-c", local.disk_script, "pfslab-disks", "paths"], m.data_devices) : (
+      m.local_nvme > 0 ? ["sh", "-c", local.disk_script, "pfslab-disks", "model", m.nvme_model, tostring(m.local_nvme)] : []
+    )
+  }
+  ipoib_cmd = {
+    for name, m in local.machines : name => m.ipoib_address == null ? [] : ["sh", "-c", local.ipoib_script, "pfslab-ipoib", "${m.ipoib_address}/${local.prefix_len}"]
+  }
+
+  bootcmd = {
+    for name, m in local.machines : name => concat(
+      length(local.disk_cmd[name]) > 0 ? [local.disk_cmd[name]] : [],
+      length(local.ipoib_cmd[name]) > 0 ? [concat(local.ipoib_cmd[name], ["soft"])] : [],
+    )
+  }
+
+  cloud_configs = {
+    for name, n in local.nodes : name => merge(
+      {
+        hostname          = name
+        preserve_hostname = false
+        # /etc/hosts gets the lab's nodes once (runcmd); cloud-init must not rewrite it.
+        manage_etc_hosts = false
+        # The kit logs in as root with the lab's key: roles need root, and the lab is disposable.
+        disable_root = false
+        write_files = [
+          { path = "/etc/pfslab/node.json", owner = "root:root", permissions = "0644", content = jsonencode(local.node_configs[name]) },
+          { path = "/etc/pfslab/inventory.json", owner = "root:root", permissions = "0644", content = jsonencode(local.inventory) },
+          { path = "/etc/pfslab/hosts", owner = "root:root", permissions = "0644", content = local.hosts_file },
+          { path = "/etc/profile.d/pfslab.sh", owner = "root:root", permissions = "0644", content = "export PFSLAB_NODE_CONFIG=/etc/pfslab/node.json PFSLAB_ROOT=${var.node_kit_root}\n" },
+        ]
+        # A failing step fails cloud-init (status error), which scripts/remote-up reports.
+        runcmd = concat(
+          ["set -e"],
+          [["sh", "-c", "grep -qxF '# pfslab hosts of lab ${local.lab.name}' /etc/hosts || cat /etc/pfslab/hosts >>/etc/hosts"]],
+          length(local.ipoib_cmd[name]) > 0 ? [concat(local.ipoib_cmd[name], ["hard"])] : [],
+          [for s in local.boot_steps[name] : concat(local.node_env, ["${var.node_kit_root}/scripts/roles/${s[0]}", s[1], s[2]])],
+        )
+      },
+      { for k, v in { ssh_authorized_keys = [var.ssh_public_key] } : k => v if var.ssh_public_key != null },
+      # Every boot (not only the first): /dev and IPoIB addresses do not survive a reboot.
+      { for k, v in { bootcmd = local.bootcmd[name] } : k => v if length(local.bootcmd[name]) > 0 },
+    )
+  }
+
+  user_data = { for name, c in local.cloud_configs : name => "#cloud-config\n${yamlencode(c)}" }
+
+  # The same first boot as one POSIX shell script, for existing hosts that no
+  # provider boots (targets.baremetal.hosts): scripts/remote-up runs it over SSH.
+  boot_scripts = {
+    for name, c in local.cloud_configs : name => join("\n", concat(
+      ["#!/bin/sh", "# First boot of node ${name} of lab ${local.lab.name} (what its cloud-init user-data does).", "set -e", "mkdir -p /etc/pfslab"],
+      [for f in c.write_files : "cat >${f.path} <<'PFSLAB_EOF'\n${trimsuffix(f.content, "\n")}\nPFSLAB_EOF\nchmod ${f.permissions} ${f.path}"],
+      [for cmd in local.bootcmd[name] : join(" ", [for a in cmd : "'${replace(a, "'", "'\\''")}'"])],
+      [for cmd in slice(c.runcmd, 1, length(c.runcmd)) : join(" ", [for a in cmd : "'${replace(a, "'", "'\\''")}'"])],
+      [""],
+    ))
+  }
+}

@@ -1,0 +1,158 @@
+# Every shipped lab planned for every target it maps (tests/matrix), and the cloud
+# mappings checked in detail on the cloud reproductions. Offline: no provider.
+
+variables {
+  labs_dir = "../../../labs"
+}
+
+run "every_lab_and_target_plans_without_problems" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  assert {
+    condition     = length(output.pairs) >= 6 && contains(output.pairs, "aws-beegfs-medium/aws") && contains(output.pairs, "azure-beegfs-medium/azure") && contains(output.pairs, "aws-cephfs/aws") && contains(output.pairs, "aws-nfs/aws") && contains(output.pairs, "local/local")
+    error_message = "Expected every shipped lab x target, got ${jsonencode(output.pairs)}."
+  }
+
+  assert {
+    condition     = alltrue([for k, p in output.plans : length(p.problems) == 0 if p.mapped])
+    error_message = "Plans with problems: ${jsonencode({ for k, p in output.plans : k => p.problems if p.mapped && length(p.problems) > 0 })}."
+  }
+
+  # A seed lab whose target has no mapping yet (no hosts, no MAAS section) still
+  # plans, and every problem names the missing part of targets.<target>.
+  assert {
+    condition     = alltrue(flatten([for k, p in output.plans : [for msg in p.problems : strcontains(msg, "targets.${p.target}")] if !p.mapped]))
+    error_message = "Unmapped targets must be reported as such."
+  }
+
+  assert {
+    condition     = alltrue([for k, p in output.plans : length(distinct(p.addresses)) == p.nodes])
+    error_message = "Every node of a lab needs its own address."
+  }
+
+  assert {
+    condition     = alltrue(flatten([for k, p in output.plans : [for name, u in p.user_data : startswith(u, "#cloud-config\n") && strcontains(u, "/etc/pfslab/node.json") && strcontains(u, "/etc/pfslab/inventory.json")]]))
+    error_message = "Every node's user-data is a #cloud-config that writes its node config and the inventory."
+  }
+
+  assert {
+    condition     = alltrue(flatten([for k, p in output.plans : [for name, s in p.boot_steps : jsonencode(s[0]) == jsonencode(["common", "up", "tuning"])]]))
+    error_message = "Every node's first boot starts with common up tuning."
+  }
+
+  assert {
+    condition     = alltrue(flatten([for k, p in output.plans : [for name, c in p.configs : length(c.cluster.nodes) == p.nodes && c.node.name == name]]))
+    error_message = "Every node config lists the whole cluster (cluster.nodes) and names its own node."
+  }
+
+  assert {
+    condition     = alltrue([for k, p in output.plans : p.target == "local" || (p.tags.expiry == "2026-01-01T08:00:00Z" && contains(keys(p.tags), "owner") && p.tags.pfslab == "managed")])
+    error_message = "Cloud plans carry lab, owner, expiry and pfslab tags."
+  }
+
+  assert {
+    condition     = alltrue(flatten([for k, p in output.plans : [for name, u in p.user_data : length(base64gzip(u)) * 3 / 4 <= 16384]]))
+    error_message = "Every user-data fits EC2's 16 KiB once gzipped."
+  }
+}
+
+run "aws_beegfs_medium_maps_efa_and_instance_store" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  assert {
+    condition     = output.plans["aws-beegfs-medium/aws"].nodes == 39 && output.plans["aws-beegfs-medium/aws"].machines["ss4"].type == "i3en.24xlarge" && output.plans["aws-beegfs-medium/aws"].machines["cli31"].type == "c5n.18xlarge"
+    error_message = "1 mgmt, 1 mds, 5 ss (i3en.24xlarge) and 32 clients (c5n.18xlarge)."
+  }
+
+  assert {
+    condition     = output.plans["aws-beegfs-medium/aws"].machines["mds0"].efa_interfaces == 1 && output.plans["aws-beegfs-medium/aws"].machines["mgmt0"].efa_interfaces == 0 && output.plans["aws-beegfs-medium/aws"].machines["ss0"].local_nvme == 8
+    error_message = "One EFA interface per network card of i3en/c5n, none on the management node; 8 instance-store drives per server."
+  }
+
+  assert {
+    condition     = output.plans["aws-beegfs-medium/aws"].machines["cli0"].image == "client" && output.plans["aws-beegfs-medium/aws"].machines["mds0"].image == "server"
+    error_message = "Client groups boot the client image, the others the server image."
+  }
+
+  assert {
+    condition     = strcontains(output.plans["aws-beegfs-medium/aws"].user_data["ss0"], "Amazon EC2 NVMe Instance Storage") && !strcontains(output.plans["aws-beegfs-medium/aws"].user_data["cli0"], "pfslab-disks")
+    error_message = "Storage servers link their instance-store drives at boot; clients have none."
+  }
+
+  assert {
+    condition     = jsonencode(output.plans["aws-beegfs-medium/aws"].boot_steps["mds0"]) == jsonencode([["common", "up", "tuning"], ["beegfs", "install", "meta"], ["beegfs", "configure", "meta"], ["beegfs", "install", "storage"], ["beegfs", "configure", "storage"]])
+    error_message = "The metadata server installs and configures its meta and storage targets at boot, in phase order; nothing is started."
+  }
+
+  assert {
+    condition     = output.plans["aws-beegfs-medium/aws"].configs["cli0"].node.hardware.model == "AWS c5n.18xlarge" && output.plans["aws-beegfs-medium/aws"].configs["cli0"].paths.mount == "/mnt/beegfs"
+    error_message = "A node config carries its group's hardware and the lab's mount."
+  }
+}
+
+run "only_the_first_monitor_bootstraps_ceph_at_boot" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  assert {
+    condition     = jsonencode(output.plans["aws-cephfs/aws"].boot_steps["mon0"]) == jsonencode([["common", "up", "tuning"], ["ceph", "install", "mon"], ["ceph", "configure", "mon"], ["ceph", "install", "mgr"], ["ceph", "install", "mds"]])
+    error_message = "mon0 creates the cluster's keys and monitor map at boot."
+  }
+
+  assert {
+    condition     = jsonencode(output.plans["aws-cephfs/aws"].boot_steps["mon1"]) == jsonencode([["common", "up", "tuning"], ["ceph", "install", "mon"], ["ceph", "install", "mgr"], ["ceph", "install", "mds"]])
+    error_message = "Other monitors wait for the kit to bring the cluster's files."
+  }
+
+  assert {
+    condition     = length(output.plans["aws-cephfs/aws"].configs["osd6"].disks) == 12 && output.plans["aws-cephfs/aws"].configs["osd6"].disks[11].osd_id == 83 && output.plans["aws-cephfs/aws"].configs["osd6"].disks[11].path == "/dev/disk/pfslab/data11"
+    error_message = "84 OSDs, 12 per d3en node, on the linked drives."
+  }
+}
+
+run "azure_puts_the_lab_subnet_on_infiniband" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  assert {
+    condition     = output.plans["azure-beegfs-medium/azure"].machines["ss0"].ipoib_address == "10.31.0.12" && output.plans["azure-beegfs-medium/azure"].machines["ss0"].ethernet_address == "10.30.0.12"
+    error_message = "The lab address goes on IPoIB; the VNet address takes the same host number."
+  }
+
+  assert {
+    condition     = strcontains(output.plans["azure-beegfs-medium/azure"].user_data["cli0"], "pfslab-ipoib") && strcontains(output.plans["azure-beegfs-medium/azure"].user_data["ss0"], "Microsoft NVMe Direct Disk")
+    error_message = "Every Azure node sets its IPoIB address at boot; servers link their local NVMe."
+  }
+}
+
+run "existing_hosts_keep_their_addresses" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  assert {
+    condition     = output.plans["baremetal-cephfs-hosts/baremetal"].configs["osd1"].node.address == "192.0.2.12" && output.plans["baremetal-cephfs-hosts/baremetal"].machines["osd1"].kind == "host"
+    error_message = "targets.baremetal.hosts gives the nodes' addresses."
+  }
+
+  assert {
+    condition     = strcontains(output.plans["baremetal-cephfs-hosts/baremetal"].user_data["osd0"], "/dev/disk/by-id/nvme-pfslab-example-1")
+    error_message = "Explicit data devices are linked at boot."
+  }
+}

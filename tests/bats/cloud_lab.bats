@@ -1,0 +1,177 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016
+# `make lab-up` / `make lab-down` of cloud labs (scripts/lab's cloud branches) with
+# shims for aws, az and terraform: without credentials or provider, one line and
+# nothing created; lab-down lists what it removed, then that nothing tagged with the
+# lab is left. Each test works in a throwaway copy of the kit (PFSLAB_ROOT), so a lab
+# running in the real checkout is neither seen nor touched.
+
+load helpers
+
+setup() {
+  sandbox
+  [[ -x $KIT/.venv/bin/python ]] || skip "the kit's Python environment is missing: run 'make deps'"
+  COPY=$BATS_TEST_TMPDIR/kit
+  mkdir -p "$COPY/labs"
+  for entry in scripts reframe terraform .venv; do ln -s "$KIT/$entry" "$COPY/$entry"; done
+  cp "$KIT"/labs/*.yaml "$KIT/labs/schema.json" "$COPY/labs/"
+  for t in rmdir ssh-keygen env sha1sum python3; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
+  shim ssh
+  shim scp
+  HOMEDIR=$BATS_TEST_TMPDIR/home
+  mkdir -p "$HOMEDIR"
+}
+
+lab() {
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" HOME="$HOMEDIR" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" \
+    PFSLAB_ROOT="$COPY" PFSLAB_LEFTOVER_WAIT=0 ${LAB_ENV[@]+"${LAB_ENV[@]}"} "$COPY/scripts/lab" "$@"
+}
+
+# A terraform shim whose init fails as it does here (no registry).
+terraform_offline() {
+  shim terraform '
+case " $* " in
+  *" init "*) echo "Error: Failed to query available provider packages" >&2; exit 1 ;;
+esac'
+}
+
+@test "lab-up of an aws lab with no credentials and no aws CLI: one line, nothing created" {
+  terraform_offline
+  lab up aws-beegfs-medium
+  assert_failure 2
+  assert_output "[lab] error: lab aws-beegfs-medium needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); nothing was created"
+  [ ! -e "$COPY/build" ]
+  [ -z "$(calls terraform)" ]
+}
+
+@test "lab-up of an aws lab whose aws CLI has no credentials: the same line" {
+  terraform_offline
+  shim aws 'echo "Unable to locate credentials. You can configure credentials by running \"aws configure\"." >&2; exit 253'
+  lab up aws-cephfs
+  assert_failure 2
+  assert_output "[lab] error: lab aws-cephfs needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); nothing was created"
+  assert_equal "$(calls aws)" "aws sts get-caller-identity --output text"
+  [ ! -e "$COPY/build" ]
+}
+
+@test "lab-up of an aws lab with credentials but no installable provider: one line, only the init log" {
+  terraform_offline
+  shim aws 'echo "123456789012 arn:aws:iam::123456789012:user/me AIDA"'
+  lab up aws-nfs
+  assert_failure 2
+  assert_output "[lab] error: lab aws-nfs: terraform init failed in terraform/envs/aws: its provider cannot be installed (no registry access; a site mirror goes in terraform/terraformrc); nothing was created (only $COPY/build/aws-nfs/terraform-init.log was written)"
+  assert_equal "$(calls terraform)" "terraform -chdir=$COPY/terraform/envs/aws init -input=false -backend-config=path=$COPY/build/aws-nfs/terraform.tfstate"
+  run find "$COPY/build" -mindepth 1
+  assert_output "$COPY/build/aws-nfs
+$COPY/build/aws-nfs/terraform-init.log"
+}
+
+@test "lab-up of an azure lab without az login: one line, nothing created" {
+  terraform_offline
+  shim az 'echo "Please run '"'"'az login'"'"' to setup account." >&2; exit 1'
+  lab up azure-beegfs-medium
+  assert_failure 2
+  assert_output "[lab] error: lab azure-beegfs-medium needs Azure credentials (none found: run 'az login', or set ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID and ARM_SUBSCRIPTION_ID); nothing was created"
+  assert_equal "$(calls az)" "az account show --output none"
+  [ ! -e "$COPY/build" ]
+}
+
+@test "lab-up of a cloud lab is checked before a running local lab is: the credentials line comes first" {
+  mkdir -p "$COPY/build"
+  echo local >"$COPY/build/active-lab"
+  terraform_offline
+  lab up aws-beegfs-medium
+  assert_failure 2
+  assert_output --partial "needs AWS credentials"
+  [ ! -e "$COPY/build/aws-beegfs-medium" ]
+}
+
+# A lab that was up: state, an initialised .terraform, an inventory.
+was_up() {
+  local lab=$1
+  mkdir -p "$COPY/build/$lab/.terraform"
+  echo '{"version": 4, "resources": [{}]}' >"$COPY/build/$lab/terraform.tfstate"
+  echo '{}' >"$COPY/build/$lab/inventory.json"
+  echo "$lab" >"$COPY/build/active-lab"
+  shim terraform '
+case " $* " in
+  *" state list "*) printf "%s\n" "module.lab.data.aws_ami.image[\"server\"]" "module.lab.aws_instance.node[\"cli0\"]" "module.lab.aws_placement_group.lab[0]" "module.lab.aws_security_group.lab" ;;
+  *" destroy "*) echo "Destroy complete! Resources: 3 destroyed." ;;
+esac'
+}
+
+@test "lab-down of an aws lab: terraform destroy, each resource removed, then nothing tagged with the lab" {
+  was_up aws-beegfs-medium
+  shim aws '[[ $1 == sts ]] && echo "123456789012"; exit 0'
+  lab down aws-beegfs-medium
+  assert_success
+  assert_line "[lab] terraform: Destroy complete! Resources: 3 destroyed."
+  assert_line '[lab] removed: module.lab.aws_instance.node["cli0"]'
+  assert_line "[lab] removed: module.lab.aws_placement_group.lab[0]"
+  assert_line "[lab] removed: module.lab.aws_security_group.lab"
+  refute_line --partial "data.aws_ami"
+  assert_line --regexp "^\[lab\] lab aws-beegfs-medium is down in [0-9]+ s; nothing tagged lab=aws-beegfs-medium is left \(aws resourcegroupstaggingapi get-resources\)$"
+  assert_equal "$(calls aws | tail -n 1)" "aws resourcegroupstaggingapi get-resources --region us-east-1 --tag-filters Key=lab,Values=aws-beegfs-medium --query ResourceTagMappingList[].ResourceARN --output text"
+  run calls terraform
+  assert_line --index 0 "terraform -chdir=$COPY/terraform/envs/aws state list"
+  assert_line --regexp "^terraform -chdir=$COPY/terraform/envs/aws destroy -auto-approve -input=false -var lab_file=$COPY/build/aws-beegfs-medium/lab.json -var kit_root=$COPY -var state_root=$COPY/build/aws-beegfs-medium -var ssh_public_key_file=$COPY/build/aws-beegfs-medium/ssh/id_ed25519.pub -var expiry=20[0-9-]+T[0-9:]+Z$"
+  [ ! -e "$COPY/build" ]
+}
+
+@test "lab-down of an aws lab with something still tagged: lists it and fails" {
+  was_up aws-cephfs
+  shim aws '
+case $1 in
+  sts) echo 123456789012 ;;
+  resourcegroupstaggingapi) printf "arn:aws:ec2:us-east-1:123456789012:volume/vol-0abc\tarn:aws:ec2:us-east-1:123456789012:eip/eipalloc-0def\n" ;;
+esac'
+  lab down aws-cephfs
+  assert_failure 2
+  assert_line "[lab] left behind: arn:aws:ec2:us-east-1:123456789012:volume/vol-0abc"
+  assert_line "[lab] left behind: arn:aws:ec2:us-east-1:123456789012:eip/eipalloc-0def"
+  assert_line "[lab] error: lab aws-cephfs is not completely down; the lines above are still tagged lab=aws-cephfs"
+  [ -e "$COPY/build/aws-cephfs" ]
+}
+
+@test "lab-down of an azure lab asks Azure for anything tagged with the lab" {
+  was_up azure-beegfs-medium
+  shim az 'exit 0'
+  lab down azure-beegfs-medium
+  assert_success
+  assert_equal "$(calls az | tail -n 1)" "az resource list --tag lab=azure-beegfs-medium --query [].id --output tsv"
+  assert_line --regexp "nothing tagged lab=azure-beegfs-medium is left \(az resource list --tag lab=azure-beegfs-medium\)$"
+}
+
+@test "lab-down of a cloud lab without credentials: one line, nothing destroyed" {
+  was_up aws-nfs
+  lab down aws-nfs
+  assert_failure 2
+  assert_output "[lab] error: lab aws-nfs needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); nothing was destroyed"
+  [ -z "$(calls terraform)" ]
+  [ -s "$COPY/build/aws-nfs/terraform.tfstate" ]
+}
+
+@test "lab-up of an existing-hosts lab: no provider, apply, boot scripts, then the SSH bring-up" {
+  shim terraform '
+case " $* " in
+  *" init "*) mkdir -p "$TF_DATA_DIR" ;;
+  *" apply "*) echo "Apply complete! Resources: 5 added, 0 changed, 0 destroyed." ;;
+  *" output -json inventory"*) printf "%s\n" "{\"lab\":\"baremetal-cephfs-hosts\",\"target\":\"baremetal\",\"ssh\":{\"user\":\"root\"},\"nodes\":[{\"name\":\"mon0\",\"address\":\"192.0.2.10\",\"roles\":[\"ceph-mon\"]}],\"phases\":[[{\"node\":\"mon0\",\"role\":\"ceph-mon\"}]],\"baremetal\":{\"hosts\":{\"mon0\":\"192.0.2.10\"}}}" ;;
+  *" output -json boot_scripts"*) printf "%s\n" "{\"mon0\":\"#!/bin/sh\\necho first boot\\n\"}" ;;
+esac'
+  lab up baremetal-cephfs-hosts
+  assert_success
+  assert_line "[lab] terraform: Apply complete! Resources: 5 added, 0 changed, 0 destroyed."
+  assert_line --regexp "^\[lab\] lab baremetal-cephfs-hosts is up and healthy in [0-9]+ s on baremetal$"
+  run cat "$COPY/build/baremetal-cephfs-hosts/boot/mon0.sh"
+  assert_output "#!/bin/sh
+echo first boot"
+  [ -s "$COPY/build/baremetal-cephfs-hosts/ssh/id_ed25519" ]
+  [ -s "$COPY/build/baremetal-cephfs-hosts/ssh/id_ed25519.pub" ]
+  assert_equal "$(stat -c %a "$COPY/build/baremetal-cephfs-hosts/ssh")" 700
+  assert_equal "$(calls terraform | head -n 1)" "terraform -chdir=$COPY/terraform/envs/baremetal init -input=false -backend-config=path=$COPY/build/baremetal-cephfs-hosts/terraform.tfstate"
+  # The private key never reaches Terraform: only the .pub path is passed.
+  refute [ -n "$(calls terraform | grep -E 'id_ed25519( |$)')" ]
+  assert_equal "$(calls ssh | grep -c 'sh -s$')" 1
+  assert_equal "$(cat "$COPY/build/active-lab")" baremetal-cephfs-hosts
+}

@@ -1,0 +1,370 @@
+"""ReFrame dry runs of the seed labs write the seeds' own command lines.
+
+For every seed lab, ``reframe -c reframe/ --dry-run --system <lab>`` runs in a
+temporary kit tree whose ``build/`` is empty (so a lab running in this checkout is
+not the active one), with its own run directory. Each generated ``rfm_job.sh`` is read
+back, every ``pfslab_step N OUTPUT 'COMMAND'`` line is shlex-split, and the tokens are
+compared, flag by flag, with the command the seed prints, its variables ($Threads,
+my_hosts.$Threads, $Directories, $Size ...) filled in. Where a seed prints no
+command (NSS, the CephFS study, PixStor's FIO) the parameters it states are checked.
+The dry runs of all seed labs together must take under 60 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pfslab import labs
+
+KIT = Path(__file__).resolve().parents[2]
+REFRAME = KIT / ".venv" / "bin" / "reframe"
+CONFIG = KIT / "reframe" / "config" / "pfslab.py"
+SEED_LABS = ["pixstor-capex", "nss73-ha", "beegfs-small", "beegfs-small+1", "beegfs-small+2", "beegfs-medium",
+             "beegfs-medium+1", "cephfs-stria"]
+BUDGET_S = 60.0
+
+pytestmark = pytest.mark.skipif(not REFRAME.exists(), reason=f"{REFRAME} is missing: run 'make deps'")
+
+
+def shipped(lab: str) -> bool:
+    return (KIT / "labs" / f"{lab}.yaml").is_file()
+
+
+def not_shipped_reason(lab: str) -> str:
+    return f"lab {lab} is not in labs/"
+
+
+# ---- running the dry runs --------------------------------------------------------------
+
+@dataclass
+class Job:
+    """One generated job script: its case, stage directory and steps in order."""
+
+    case: str
+    stage: Path
+    scratch: str = ""
+    events: list[tuple[str, list[str]]] = field(default_factory=list)  # ("drop", []) or ("run", tokens)
+
+    @property
+    def runs(self) -> list[list[str]]:
+        return [tokens for kind, tokens in self.events if kind == "run"]
+
+    def file(self, name: str) -> str:
+        return (self.stage / name).read_text()
+
+
+@dataclass
+class DryRun:
+    lab: str
+    seconds: float
+    jobs: dict[str, Job]  # case -> job
+
+
+def read_job(case: str, stage: Path) -> Job:
+    job = Job(case, stage)
+    for line in (stage / "rfm_job.sh").read_text().splitlines():
+        if line.startswith("mkdir -p "):
+            job.scratch = shlex.split(line)[2]
+        elif line.strip() == '"$PFSLAB_ROOT/scripts/drop-caches"':
+            job.events.append(("drop", []))
+        elif line.startswith("pfslab_step "):
+            _, _, _, command = shlex.split(line)
+            job.events.append(("run", shlex.split(command)))
+    return job
+
+
+def dry_run(lab: str, root: Path, run_dir: Path) -> DryRun:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RFM_", "PFSLAB_"))}
+    env.update(RFM_CONFIG_FILES=str(CONFIG), PFSLAB_RUN_DIR=str(run_dir), PFSLAB_ROOT=str(root))
+    # --exec-policy=serial, as scripts/dry-run: the asynchronous policy's polling
+    # sleeps make a dry run about 2.5 times slower and nothing runs anyway.
+    cmd = [str(REFRAME), "-c", str(KIT / "reframe"), "--dry-run", "--system", labs.system_name(lab),
+           "--exec-policy=serial", "--nocolor"]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=KIT, env=env, capture_output=True, text=True, timeout=300)
+    seconds = time.monotonic() - start
+    assert proc.returncode == 0, f"dry run of {lab} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    report = json.loads((run_dir / "report.json").read_text())
+    jobs = {}
+    for testcase in report["runs"][0]["testcases"]:
+        assert testcase["result"] == "pass", f"{lab}: {testcase['name']}: {testcase.get('fail_reason')}"
+        jobs[testcase["case"]] = read_job(testcase["case"], Path(testcase["stagedir"]))
+    return DryRun(lab, seconds, jobs)
+
+
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DryRun]:
+    root = tmp_path_factory.mktemp("kit")
+    (root / "build").mkdir()  # empty: no lab is up in this tree
+    for name in ("labs", "reframe", "scripts", "terraform"):
+        (root / name).symlink_to(KIT / name)
+    out = {}
+    for lab in SEED_LABS:
+        if shipped(lab):
+            out[lab] = dry_run(lab, root, tmp_path_factory.mktemp("run"))
+    return out
+
+
+def test_dry_runs_of_all_seed_labs_take_under_a_minute(dry_runs: dict[str, DryRun]) -> None:
+    total = sum(r.seconds for r in dry_runs.values())
+    each = ", ".join(f"{r.lab} {r.seconds:.1f} s ({len(r.jobs)} jobs)" for r in dry_runs.values())
+    print(f"\ndry runs of {len(dry_runs)} seed labs: {total:.1f} s ({each})")
+    assert dry_runs, "no seed lab was dry-run"
+    assert total < BUDGET_S, f"the dry runs took {total:.1f} s: {each}"
+
+
+# ---- filling in the seeds' commands ----------------------------------------------------
+
+def fill(seed_command: str, values: dict[str, str]) -> list[str]:
+    """The seed's command as tokens, each variable token (or $var inside one) replaced."""
+    tokens = []
+    for token in shlex.split(seed_command):
+        if token in values:
+            tokens.append(values[token])
+            continue
+        for var in sorted((k for k in values if k.startswith("$")), key=len, reverse=True):
+            token = token.replace(var, values[var])
+        tokens.append(token)
+    return tokens
+
+
+def threads_of(case: str) -> int:
+    point = case.rsplit("/", 1)[1]
+    if "x" in point:
+        nodes, per_node = point.split("x")
+        return int(nodes) * int(per_node)
+    return int(point)
+
+
+def jobs_of(run: DryRun, workload: str) -> list[Job]:
+    jobs = [j for c, j in run.jobs.items() if c.split("/")[1] == workload]
+    assert jobs, f"{run.lab}: no job for workload {workload}"
+    return sorted(jobs, key=lambda j: threads_of(j.case))
+
+
+#: Table 3 (000) / Table 5 (002): directories per thread for 2^21 files, 1024 per directory.
+DIRECTORIES = {1: 2048, 2: 1024, 4: 512, 8: 256, 16: 128, 32: 64, 64: 32, 128: 16, 256: 8, 512: 4, 1024: 2, 2048: 1}
+
+
+def round_robin(threads: int, clients: int) -> list[str]:
+    return [f"cli{i % clients}" for i in range(threads)]
+
+
+# ---- PixStor (000) ---------------------------------------------------------------------
+
+PIXSTOR_IOZONE = [
+    "./iozone -i0 -c -e -w -r 8M -s 128G -t $Threads -+n -+m ./threadlist",
+    "./iozone -i1 -c -e -w -r 8M -s 128G -t $Threads -+n -+m ./threadlist",
+]
+PIXSTOR_IOR = [
+    "mpirun --allow-run-as-root -np $Threads --hostfile my_hosts.$Threads --mca btl_openib_allow_ib 1 --mca pml ^ucx "
+    "--oversubscribe --prefix /mmfs1/perftest/ompi /mmfs1/perftest/lanl_ior/bin/ior -a POSIX -v -i 1 -d 3 -e -k -o "
+    "/mmfs1/perftest/tst.file -w -s 1 -t 8m -b 128G",
+    "mpirun --allow-run-as-root -np $Threads --hostfile my_hosts.$Threads --mca btl_openib_allow_ib 1 --mca pml ^ucx "
+    "--oversubscribe --prefix /mmfs1/perftest/ompi /mmfs1/perftest/lanl_ior/bin/ior -a POSIX -v -i 1 -d 3 -e -k -o "
+    "/mmfs1/perftest/tst.file -r -s 1 -t 8m -b 128G",
+]
+PIXSTOR_MDTEST = (
+    "mpirun --allow-run-as-root -np $Threads --hostfile my_hosts.$Threads --prefix /mmfs1/perftest/ompi --mca "
+    "btl_openib_allow_ib 1 /mmfs1/perftest/lanl_ior/bin/mdtest -v -d /mmfs1/perftest/ -i 1 -b $Directories -z 1 -L "
+    "-I 1024 -y -u -t -F"
+)
+
+
+def check_pixstor(run: DryRun) -> None:
+    for job in jobs_of(run, "iozone-seq"):
+        t = threads_of(job.case)
+        values = {"./iozone": "iozone", "./threadlist": f"{job.stage}/threadlist.{t}", "$Threads": str(t)}
+        assert job.runs == [fill(c, values) for c in PIXSTOR_IOZONE], job.case
+        # "threadlist was the file that allocated each thread on a different node, using round robin"
+        assert [line.split()[0] for line in job.file(f"threadlist.{t}").splitlines()] == round_robin(t, 16)
+    assert [threads_of(j.case) for j in jobs_of(run, "iozone-seq")] == [2**i for i in range(11)]  # 1 to 1024
+
+    for job in jobs_of(run, "ior-n1"):
+        t = threads_of(job.case)
+        values = {"my_hosts.$Threads": f"{job.stage}/hosts.{t}", "$Threads": str(t),
+                  "/mmfs1/perftest/lanl_ior/bin/ior": "ior", "/mmfs1/perftest/tst.file": f"{job.scratch}/ior.file"}
+        assert job.runs == [fill(c, values) for c in PIXSTOR_IOR], job.case
+        # my_hosts.$Threads: one line per rank, round robin over the 16 clients
+        assert job.file(f"hosts.{t}").split() == round_robin(t, 16)
+    assert [threads_of(j.case) for j in jobs_of(run, "ior-n1")] == [2**i for i in range(10)]  # 1 to 512
+
+    for workload, extra in (("mdtest-empty", ""), ("mdtest-4k", " -w 4K -e 4K")):
+        seen = []
+        for job in jobs_of(run, workload):
+            t = threads_of(job.case)
+            values = {"my_hosts.$Threads": f"{job.stage}/hosts.{t}", "$Threads": str(t), "$Directories": str(DIRECTORIES[t]),
+                      "/mmfs1/perftest/lanl_ior/bin/mdtest": "mdtest", "/mmfs1/perftest/": job.scratch}
+            assert job.runs == [fill(PIXSTOR_MDTEST + extra, values)], job.case
+            seen.append(t)
+        assert seen == [2**i for i in range(10)]  # every row of Table 3 up to 512 threads
+
+    # FIO: the seed prints no command; its parameters are checked.
+    pixstor_mpirun = shlex.split(
+        "mpirun --allow-run-as-root -np {np} --hostfile {hostfile} --mca btl_openib_allow_ib 1 --mca pml ^ucx "
+        "--oversubscribe --prefix /mmfs1/perftest/ompi")
+    for job in jobs_of(run, "fio-rand4k"):
+        t = threads_of(job.case)
+        nodes = min(t, 16)
+        for tokens, rw in zip(job.runs, ("randwrite", "randread")):
+            launcher = [x.replace("{np}", str(nodes)).replace("{hostfile}", f"{job.stage}/nodes.{nodes}")
+                        for x in pixstor_mpirun]
+            assert tokens[:len(launcher)] == launcher and tokens[len(launcher):len(launcher) + 2] == ["sh", "-c"]
+            script = tokens[-1]
+            assert f"--numjobs=$(( {t} / {nodes} + (r < {t} % {nodes}) ))" in script  # t threads in all
+            fio = shlex.split(script.split(".json ", 1)[1])
+            assert {f"--rw={rw}", "--bs=4k", "--iodepth=16", "--size=32G", f"--directory={job.scratch}",
+                    "--filename_format=rand4k.$r.$jobnum"} <= set(fio), job.case  # one file per thread
+
+
+# ---- BeeGFS (002) ----------------------------------------------------------------------
+
+BEEGFS_IOZONE_SEQ = "iozone -i 0 -i 1 -c -e -w -r 1m -I -s $Size -t $Thread -+n -+m /path/to/threadlist"
+BEEGFS_IOZONE_RAND = "iozone -i 2 -w -c -O -I -r 4K -s $Size -t $Thread -+n -+m /path/to/threadlist"
+BEEGFS_IOR = (
+    "mpirun -machinefile $hostlist --map-by node -np $threads -mca btl openib,self ~/bin/ior -w -r -i 3 -d 3 -e -O "
+    "beegfsNumTargets=33,beegfsChunkSize=2M -o $working_dir/ior.out -s 1 -g -t 2M -b $file_size"
+)
+BEEGFS_MDTEST = "mpirun -machinefile $hostlist --map-by node -np $threads ~/bin/mdtest -i 3 -b $Directories -z 1 -L -I 1024 -y -u -t -F"
+#: Storage targets of each configuration (5.4: "storage pools were created from 15 to 39 storage targets").
+TARGETS = {"beegfs-small": 15, "beegfs-small+1": 21, "beegfs-small+2": 27, "beegfs-medium": 33, "beegfs-medium+1": 39}
+
+
+def eight_tib_over(threads: int) -> str:
+    """$Size: "An aggregate file size of 8TB was selected which was equally divided among the number of threads"."""
+    return f"{8 // threads}t" if threads <= 8 else f"{8192 // threads}g"
+
+
+def slots(threads: int, clients: int) -> list[str]:
+    base, extra = divmod(threads, clients)
+    return [f"cli{k} slots={base + (k < extra)}" for k in range(clients) if base + (k < extra)]
+
+
+def check_beegfs(run: DryRun) -> None:
+    drop: tuple[str, tuple[str, ...]] = ("drop", ())
+    for job in jobs_of(run, "iozone-seq"):
+        t = threads_of(job.case)
+        values = {"$Size": eight_tib_over(t), "$Thread": str(t), "/path/to/threadlist": f"{job.stage}/threadlist.{t}"}
+        seed = fill(BEEGFS_IOZONE_SEQ, values)
+        # three iterations (the mean is reported), caches dropped before each
+        assert [(k, tuple(v)) for k, v in job.events] == [drop, ("run", tuple(seed))] * 3, job.case
+        assert [line.split()[0] for line in job.file(f"threadlist.{t}").splitlines()] == round_robin(t, 32)
+    assert [threads_of(j.case) for j in jobs_of(run, "iozone-seq")] == [2**i for i in range(11)]
+
+    for job in jobs_of(run, "iozone-rand"):
+        t = threads_of(job.case)
+        values = {"$Size": eight_tib_over(t), "$Thread": str(t), "/path/to/threadlist": f"{job.stage}/threadlist.{t}"}
+        seed = ("run", tuple(fill(BEEGFS_IOZONE_RAND, values)))
+        prepare = ("run", tuple(fill("iozone -i 0 -c -e -w -r 1m -I -s $Size -t $Thread -+n -+m /path/to/threadlist", values)))
+        events = [(k, tuple(v)) for k, v in job.events]
+        # the kit's prepare step writes the files, caches are dropped, then the seed's command, three times
+        assert events == [drop, prepare, drop, seed, drop, drop, seed, drop, drop, seed], job.case
+    assert [threads_of(j.case) for j in jobs_of(run, "iozone-rand")] == [2**i for i in range(2, 11)]  # 4 to 1024
+
+    for job in jobs_of(run, "ior-n1"):
+        t = threads_of(job.case)
+        values = {"$hostlist": f"{job.stage}/hosts.{t}", "$threads": str(t), "~/bin/ior": "ior",
+                  "$working_dir/ior.out": f"{job.scratch}/ior.file", "$file_size": "128G",
+                  "beegfsNumTargets=33,beegfsChunkSize=2M": f"beegfsNumTargets={TARGETS[run.lab]},beegfsChunkSize=2M"}
+        assert job.runs == [fill(BEEGFS_IOR, values)], job.case
+        assert job.file(f"hosts.{t}").splitlines() == slots(t, 32)  # --map-by node cycles over these
+    assert [threads_of(j.case) for j in jobs_of(run, "ior-n1")] == [2**i for i in range(10)]
+
+    seen = []
+    for job in jobs_of(run, "mdtest-empty"):
+        t = threads_of(job.case)
+        values = {"$hostlist": f"{job.stage}/hosts.{t}", "$threads": str(t), "~/bin/mdtest": "mdtest",
+                  "$Directories": str(DIRECTORIES[t])}
+        # + -d: the seed's line has none (it ran in the current directory on BeeGFS)
+        assert job.runs == [fill(BEEGFS_MDTEST, values) + ["-d", job.scratch]], job.case
+        seen.append(t)
+    assert seen == [2**i for i in range(12)]  # every row of Table 5: 1 to 2048 threads
+
+
+# ---- NSS (001): the seed gives parameters, not commands ---------------------------------
+
+def check_nss(run: DryRun) -> None:
+    mpirun = ["mpirun", "--allow-run-as-root", "-np"]
+    for job in jobs_of(run, "iozone-seq"):
+        t = threads_of(job.case)
+        write, read = job.runs
+        for tokens, test in ((write, "0"), (read, "1")):
+            assert tokens[tokens.index("-i") + 1] == test
+            # "Anforderungsgröße von 1024 KiB", "Gesamtmenge ... 256 GiB"
+            assert tokens[tokens.index("-r") + 1] == "1024k"
+            assert tokens[tokens.index("-s") + 1] == f"{256 // t}g" and tokens[tokens.index("-t") + 1] == str(t)
+        assert [line.split()[0] for line in job.file(f"threadlist.{t}").splitlines()] == round_robin(t, 32)
+    assert [threads_of(j.case) for j in jobs_of(run, "iozone-seq")] == [1, 2, 4, 8, 16, 32, 64]
+    for job in jobs_of(run, "iozone-rand"):
+        random = job.runs[-1][1:]  # after the tool
+        # "Anforderungsgröße von 4 KiB ... jeder Client hat eine Datei von 4 GiB"
+        assert random[:2] == ["-i", "2"] and random[random.index("-r") + 1] == "4K" and random[random.index("-s") + 1] == "4G"
+    for job in jobs_of(run, "mdtest"):
+        t = threads_of(job.case)
+        (tokens,) = job.runs
+        assert tokens[:len(mpirun)] == mpirun and tokens[3] == str(t)
+        assert {"-C", "-T", "-r"} <= set(tokens) and "-E" not in tokens  # create, stat, remove
+        assert tokens[tokens.index("-b") + 1] == str(DIRECTORIES[t])
+        # 2, 4, 8, 16 threads per client from 64 threads on: round robin over 32 clients
+        assert job.file(f"hosts.{t}").split() == round_robin(t, 32)
+    assert [threads_of(j.case) for j in jobs_of(run, "mdtest")] == [2**i for i in range(10)]
+
+
+# ---- CephFS on Stria (003): bullet-point parameters ---------------------------------------
+
+def check_cephfs(run: DryRun) -> None:
+    for transfer in ("512k", "1m"):
+        for block in ("1m", "2m", "4m"):
+            jobs = jobs_of(run, f"ior-t{transfer}-b{block}")
+            points = sorted(j.case.rsplit("/", 1)[1] for j in jobs)
+            assert points == sorted(f"{n}x{p}" for n in (2, 4, 8) for p in (1, 2, 4))  # 2, 4, 8 clients x 1, 2, 4
+            for job in jobs:
+                nodes, per_node = (int(x) for x in job.case.rsplit("/", 1)[1].split("x"))
+                (tokens,) = job.runs
+                assert tokens[tokens.index("-np") + 1] == str(nodes * per_node)
+                assert job.file(f"hosts.{nodes}x{per_node}").splitlines() == [f"cli{k} slots={per_node}" for k in range(nodes)]
+                args = tokens[tokens.index("ior") + 1:]
+                assert args[args.index("-i") + 1] == "10000"  # "10,000 Iterations"
+                assert args[args.index("-t") + 1] == transfer and args[args.index("-b") + 1] == block
+                assert "-w" in args and "-r" not in args  # "IOR writes"
+                assert {"-e", "--posix.odirect"} <= set(args)  # write caching mitigated (the kit's way)
+    groups = {"mdtest-create-remove": {"-C", "-r"}, "mdtest-stat-read": {"-C", "-T", "-E", "-r"}, "mdtest-tree": {"-C", "-r"}}
+    for workload, phases in groups.items():
+        jobs = jobs_of(run, workload)
+        assert sorted(j.case.rsplit("/", 1)[1] for j in jobs) == ["8x1", "8x2", "8x4"]  # 8 client nodes x 1, 2, 4
+        for job in jobs:
+            (tokens,) = job.runs
+            args = tokens[tokens.index("mdtest") + 1:]
+            # "Treedepth = 3, Treewidth = 3, Filecount = 5", "300 iterations"
+            assert args == ["-d", job.scratch, "-i", "300", "-z", "3", "-b", "3", "-I", "5", *sorted(phases, key=args.index)]
+    (ioshell,) = jobs_of(run, "ioshell-copy")
+    generate, *copies = ioshell.runs
+    assert generate[:3] == ["io_shell", "--in_type", "generated"] and len(copies) == 7  # "Average of 7 iterations"
+    assert all(c == ["io_shell", f"{ioshell.scratch}/mesh.e", f"{ioshell.scratch}/copy.e"] for c in copies)
+    for job in jobs_of(run, "lammps-dump"):
+        (tokens,) = job.runs
+        assert tokens[tokens.index("lmp") + 1:] == ["-in", f"{job.stage}/in.lammps", "-log", "none"]
+        text = job.file("in.lammps")
+        # "1000 timestep run", "Dumps program state every 100 steps"
+        assert re.search(r"^run\s+1000$", text, re.M) and re.search(r"^dump\s+\S+\s+all\s+custom\s+100\s", text, re.M)
+        assert f"{job.scratch}/dump.*.lammpstrj" in text  # POSIX I/O into the file system
+
+
+CHECKS = {"pixstor-capex": check_pixstor, "nss73-ha": check_nss, "cephfs-stria": check_cephfs,
+          **{lab: check_beegfs for lab in TARGETS}}
+
+
+@pytest.mark.parametrize("lab", SEED_LABS)
+def test_dry_run_writes_the_seeds_commands(lab: str, dry_runs: dict[str, DryRun]) -> None:
+    if not shipped(lab):
+        pytest.skip(not_shipped_reason(lab))
+    CHECKS[lab](dry_runs[lab])
