@@ -63,10 +63,9 @@ def draw(chart: Chart, path: Path) -> Path:
         if curve.reference:
             ax.plot([xs[p] for p, _ in curve.reference], [v for _, v in curve.reference], "--s", color=c,
                     linewidth=1.4, markersize=4, alpha=0.8, label=f"{curve.figure} reference")
-        for label, value in curve.lines:
-            ax.axhline(value, color=c, linestyle=":", linewidth=1.4, alpha=0.9)
-            ax.annotate(f"{curve.figure} {label} {value:.4g}", xy=(0.01, value), xycoords=("axes fraction", "data"),
-                        color=c, fontsize=7, va="bottom")
+        for style, (label, value) in zip((":", "-.", (0, (1, 3))), curve.lines):
+            ax.axhline(value, color=c, linestyle=style, linewidth=1.4, alpha=0.9,
+                       label=f"{curve.figure} {label} {value:.4g}")
     if numeric:
         ax.set_xscale("log", base=2)
         ax.set_xticks([xs[p] for p in chart.points])
@@ -81,8 +80,8 @@ def draw(chart: Chart, path: Path) -> Path:
     ax.set_ylabel(chart.unit)
     ax.set_title(chart.title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-    if any(c.measured or c.reference for c in chart.curves):
-        ax.legend(fontsize=8, loc="best")
+    if any(c.measured or c.reference or c.lines for c in chart.curves):
+        ax.legend(fontsize=7, loc="best", ncol=2 if sum(len(c.lines) for c in chart.curves) > 3 else 1)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

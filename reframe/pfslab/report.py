@@ -47,11 +47,17 @@ def _sort_points(points: set[str]) -> list[str]:
 
 def charts(run: runs.Run) -> list[tuple[str, plots.Chart]]:
     """(file stem, chart) per workload: measured curves, reference curves, sweep lines."""
-    rows = [r for r in run.test_rows() if r.measured is not None]
+    all_rows = run.test_rows()
+    rows = [r for r in all_rows if r.measured is not None]
     refs = run.references
     by_workload: dict[str, list[verdict.Row]] = defaultdict(list)
     for row in rows:
         by_workload[row.workload].append(row)
+    # The sweep as the run planned it, measured or not (a dry run measures nothing).
+    planned: dict[str, set[str]] = defaultdict(set)
+    for row in all_rows:
+        if row.point not in ("-", "sweep"):
+            planned[row.workload].add(row.point)
     for ref in refs:
         by_workload.setdefault(ref.workload, [])
     out: list[tuple[str, plots.Chart]] = []
@@ -60,7 +66,7 @@ def charts(run: runs.Run) -> list[tuple[str, plots.Chart]]:
         wrefs = [r for r in refs if r.workload == workload_id]
         unit = next((r.unit for r in wrefs), None) or next((r.unit for r in wrows), "MiB/s")
         curves: list[plots.Curve] = []
-        points: set[str] = {r.point for r in wrows}
+        points: set[str] = {r.point for r in wrows} | planned.get(workload_id, set())
         for figure in figures:
             fig_rows = [r for r in wrows if r.figure == figure]
             fig_refs = [r for r in wrefs if r.operation == figure and (r.mode in (None, run.mode))]

@@ -89,3 +89,20 @@ def test_headless_chromium_shows_the_plots(quick_suite: Path, tmp_path: Path) ->
     # The first plots are on screen: their curve colours appear in the screenshot.
     assert pixels_of(shot, plots.colour(0), tolerance=0.1) > 300
     assert pixels_of(shot, plots.colour(1), tolerance=0.1) > 300
+
+
+def test_a_seed_lab_dry_run_draws_the_published_values(tmp_path: Path) -> None:
+    run = runs.Run(RUNS / "pixstor-capex-dry-run")
+    rows = run.rows()
+    assert rows and {r.verdict for r in rows} == {"dry run"}
+    report.build(run, tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    # Table 4 and the figure texts: "24.8 GB/s at 16 threads", "222.1K op/s" creates at 32 threads
+    assert "24.8 GB/s" in page and "2.221e+05 ops/s" in page
+    # The IOR chart holds the published read (first figure) and write values (points and
+    # sustained lines, thin and dotted) over the seed's sweep, and no measured curve.
+    png = tmp_path / "ior-n1.png"
+    assert pixels_of(png, plots.colour(0)) > 10 and pixels_of(png, plots.colour(1)) > 10
+    charts = dict(report.charts(run))
+    assert charts["ior-n1"].points == ["1", "2", "4", "8", "16", "32", "64", "128", "256", "512"]
+    assert all(not c.measured for c in charts["ior-n1"].curves)
