@@ -56,6 +56,11 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     if args.lab_command == "list":
         print("\n".join(labs.lab_names()))
         return 0
+    if args.lab_command == "docs":
+        from pfslab import schemadoc
+
+        sys.stdout.write(schemadoc.render())
+        return 0
     lab = labs.load(args.lab)
     if args.lab_command == "check":
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
@@ -78,6 +83,7 @@ def _add_lab(sub: Subparsers) -> None:
     p = sub.add_parser("lab", help="list, validate and read lab files", description="Lab files under labs/.")
     actions = p.add_subparsers(dest="lab_command", required=True, metavar="ACTION")
     actions.add_parser("list", help="names of the labs that exist")
+    actions.add_parser("docs", help="labs/README.md, generated from labs/schema.json")
     actions.add_parser("check", help="validate a lab file").add_argument("lab", help="lab name or path to a lab file")
     actions.add_parser("system", help="the lab's ReFrame system name (for --system)").add_argument("lab")
     show = actions.add_parser("show", help="print a validated lab as JSON (extends applied)")

@@ -115,3 +115,21 @@ def test_cli_check_fails_in_one_line_with_status_2(tmp_path: Path) -> None:
 def test_nodes_are_named_group_and_index() -> None:
     names = [n["name"] for n in labs.nodes(labs.load("local"))]
     assert names == ["mon0", "osd0", "osd1", "osd2", "cli0", "cli1"]
+
+
+def test_labs_readme_is_generated_from_the_schema() -> None:
+    from pfslab import schemadoc
+
+    committed = (KIT / "labs" / "README.md").read_text()
+    assert committed == schemadoc.render(), "labs/README.md is stale: run 'scripts/pfslab lab docs > labs/README.md'"
+
+
+def test_every_schema_field_has_a_description() -> None:
+    schema = labs._schema()
+    missing = [
+        f"{where}.{name}"
+        for where, node in [("(top)", schema), *schema["$defs"].items()]
+        for name, child in node.get("properties", {}).items()
+        if not child.get("description") and "$ref" not in child
+    ]
+    assert missing == [], f"fields without a description in labs/schema.json: {missing}"

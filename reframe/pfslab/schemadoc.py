@@ -1,0 +1,76 @@
+"""labs/README.md, generated from labs/schema.json: the schema documents itself.
+
+``scripts/pfslab lab docs > labs/README.md`` regenerates it; a unit test fails when
+the committed page and the schema disagree, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pfslab import labs
+
+HEADER = """# Lab files
+
+A lab is one storage configuration, described once in `labs/<name>.yaml` and read by
+everything else (Terraform's lab plan, the node roles, ReFrame, reports). Files are
+validated against [`schema.json`](schema.json) before anything runs; an error names
+the field and what is allowed (`scripts/pfslab lab check <lab>`).
+
+A lab may `extends:` another (mappings merge, lists replace) and `imports:` other
+labs' workloads to run their shapes in quick mode. Labs shipped:
+
+{labs}
+
+This page is generated from the schema by `scripts/pfslab lab docs`; do not edit it.
+
+## Fields
+"""
+
+
+def _type(node: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in node:
+        return node["$ref"].rsplit("/", 1)[-1]
+    if "enum" in node:
+        return " \\| ".join(f"`{v}`" for v in node["enum"])
+    if "const" in node:
+        return f"`{node['const']}`"
+    if "oneOf" in node:
+        return " or ".join(_type(n, defs) for n in node["oneOf"])
+    kind = node.get("type", "object" if "properties" in node else "any")
+    if isinstance(kind, list):
+        kind = " or ".join(kind)
+    if kind == "array" and "items" in node:
+        return f"list of {_type(node['items'], defs)}"
+    if kind == "string" and "pattern" in node:
+        return f"string `{node['pattern']}`"
+    return str(kind)
+
+
+def _rows(node: dict[str, Any], defs: dict[str, Any], prefix: str, required: set[str]) -> list[str]:
+    out = []
+    for name, child in node.get("properties", {}).items():
+        path = f"{prefix}{name}"
+        need = "yes" if name in required else ""
+        out.append(f"| `{path}` | {_type(child, defs)} | {need} | {child.get('description', '').replace('|', '/')} |")
+    return out
+
+
+def render() -> str:
+    schema = labs._schema()
+    defs: dict[str, Any] = schema["$defs"]
+    shipped = []
+    for name in labs.lab_names():
+        lab = labs.load(name)
+        shipped.append(f"- `{name}`: {lab['title']} ({lab['filesystem']['type']}, target {lab['target']})")
+    parts = [HEADER.format(labs="\n".join(shipped)), "| field | type | required | meaning |", "|---|---|---|---|"]
+    parts += _rows(schema, defs, "", set(schema.get("required", [])))
+    for def_name, node in defs.items():
+        if "properties" not in node:
+            continue
+        parts += ["", f"### {def_name}", ""]
+        if node.get("description"):
+            parts += [node["description"], ""]
+        parts += ["| field | type | required | meaning |", "|---|---|---|---|"]
+        parts += _rows(node, defs, "", set(node.get("required", [])))
+    return "\n".join(parts) + "\n"
