@@ -30,7 +30,7 @@ This page is generated from the schema by `scripts/pfslab lab docs`; do not edit
 
 def _type(node: dict[str, Any], defs: dict[str, Any]) -> str:
     if "$ref" in node:
-        return node["$ref"].rsplit("/", 1)[-1]
+        return str(node["$ref"]).rsplit("/", 1)[-1]
     if "enum" in node:
         return " \\| ".join(f"`{v}`" for v in node["enum"])
     if "const" in node:
