@@ -1,7 +1,7 @@
 """The seed labs: each validates, renders the seeds' own parameters, and every number
 the seeds print is a reference (or a note) with a source.
 
-The seeds are ``../shared/seeds/*.txt`` beside the checkout (000 and 004 PixStor, 001
+The seeds are ``tests/fixtures/seeds/*.txt`` (copies of the source documents) (000 and 004 PixStor, 001
 NSS7.3-HA, 002 BeeGFS, 003 CephFS on Stria). Tests that read them skip, saying so,
 where that directory is absent.
 """
@@ -20,7 +20,7 @@ from pfslab import derive, labs, references, workloads
 from pfslab.units import convert, kind_of
 
 KIT = Path(__file__).resolve().parents[2]
-SEEDS = KIT.parent / "shared" / "seeds"
+SEEDS = KIT / "tests" / "fixtures" / "seeds"
 PENDING = KIT / "labs" / "pending"
 
 PIXSTOR, NSS, CEPH = "pixstor-capex", "nss73-ha", "cephfs-stria"
