@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from pfslab import references
+from pfslab import labs, references
 from pfslab.units import convert
 from pfslab.verdict import final_testcases, load_report
 from pfslab.workloads import parse_case_name
@@ -43,7 +43,7 @@ def collect(run_dirs: list[Path], lab: str) -> dict[Key, list[tuple[float, str]]
         mode = _mode(run_dir)
         report = load_report(run_dir)
         for tc in final_testcases(report):
-            if tc.get("system") != lab or tc.get("result") != "pass" or not tc.get("case"):
+            if tc.get("system") != labs.system_name(lab) or tc.get("result") != "pass" or not tc.get("case"):
                 continue
             _, workload, threads, nodes = parse_case_name(str(tc["case"]))
             for name, value in (tc.get("perfvalues") or {}).items():

@@ -84,6 +84,42 @@ elapsed_of() {
   done
 }
 
+# A subset that runs in about half a minute: the baseline, the passing run and the
+# throttled run all measure these same figures.
+SUBSET=(-n 'IOzone%case=local/iozone-seq/2' -n 'Fio%case=local/fio-rand4k/2')
+
+newest_run() { find "$REPO/build/runs/$LAB" -mindepth 1 -maxdepth 1 -type d | sort | tail -n 1; }
+
+@test "make baseline REPEAT=3 writes references that the next run passes" {
+  refs=$BATS_FILE_TMPDIR/references
+  mkdir -p "$refs"
+  PFSLAB_REFERENCES_DIR=$refs REPEAT=3 run "$REPO/scripts/baseline" "${SUBSET[@]}"
+  assert_success
+  assert_output --regexp "local.yaml: [0-9]+ baseline references from 3 runs"
+  run grep -c "kind: baseline" "$refs/local.yaml"
+  assert_output "4"  # IOzone write and read, fio write and read IOPS, at 2 threads
+  PFSLAB_REFERENCES_DIR=$refs run "$REPO/scripts/bench" "${SUBSET[@]}"
+  echo "$output" | sed 's/^/# /' >&3
+  assert_success
+  assert_output --partial "verdict: PASS  (4 pass, 0 fail, 0 skipped, 0 without reference)"
+}
+
+@test "with the OSD daemons starved of CPU, the same run fails the affected figures" {
+  refs=$BATS_FILE_TMPDIR/references
+  [[ -s $refs/local.yaml ]] || skip "needs the baseline of the previous test"
+  run "$REPO/scripts/throttle" on 10
+  assert_success
+  PFSLAB_REFERENCES_DIR=$refs run "$REPO/scripts/bench" "${SUBSET[@]}"
+  status_bench=$status
+  "$REPO/scripts/throttle" off
+  echo "$output" | sed 's/^/# /' >&3
+  assert_equal "$status_bench" 1
+  run jq -r '.rows[] | select(.verdict == "fail") | .figure' "$(newest_run)/verdict.json"
+  assert_line read
+  assert_line write
+  assert_line write_iops
+}
+
 @test "lab-down takes at most 30 s and leaves nothing behind" {
   run elapsed_of "$REPO/scripts/lab" down "$LAB"
   assert_success
