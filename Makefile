@@ -10,6 +10,9 @@ SHELL := /bin/bash
 LAB ?=
 LABS ?=
 TARGET ?=
+ROLE ?= all
+IMAGE ?=
+USER_DATA ?=
 MIRROR ?=
 MIRROR_OUT ?= local
 MODE ?=
@@ -19,6 +22,9 @@ A ?=
 B ?=
 LABS ?=
 TARGET ?=
+ROLE ?= all
+IMAGE ?=
+USER_DATA ?=
 MIRROR ?=
 MIRROR_OUT ?=
 REFRAME_ARGS ?=
@@ -26,7 +32,7 @@ PYTHON := .venv/bin/python
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps toolchain mirror test-spack checkov user-data remote-up lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps toolchain mirror test-spack checkov user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -64,6 +70,12 @@ user-data: ## Render LAB's cloud-init user-data for TARGET (default: the lab's t
 
 remote-up: ## Resume the SSH bring-up (boot wait, cluster files, phases, preflight) of a provisioned cloud or bare-metal lab
 	scripts/remote-up $(LAB)
+
+images: ## Build server/client images with Packer: TARGET=qemu|aws|azure ROLE=server|client|all (FAMILY=ceph|beegfs|nfs|gpfs, FORCE=1)
+	scripts/images $(or $(TARGET),qemu) $(ROLE)
+
+image-boot-test: ## Boot a qemu image to cloud-init's boot-finished: IMAGE=build/images/pfslab-server-ceph-<digest12> [USER_DATA=...]
+	scripts/image-boot-test $(IMAGE) $(USER_DATA)
 
 dry-run: ## Write the job scripts of labs that run elsewhere (LABS="a b", default: all), run nothing
 	scripts/dry-run $(LABS)
@@ -103,6 +115,9 @@ test-spack: ## Concretize the toolchain offline with a real Spack (SPACK_ROOT, S
 
 checkov: ## Static security checks of terraform/ with checkov (own venv in build/checkov-venv); fails on any failed check
 	scripts/checkov
+
+test-images: ## The qemu image for real: build + boot (root, Debian mirror; about 10-15 min under TCG)
+	PFSLAB_TEST_IMAGES=1 bats tests/images
 
 test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down (root; CI runs it)
 	bats tests/lab

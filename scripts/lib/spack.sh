@@ -82,7 +82,8 @@ setup_spack() {
   if [[ -n ${SPACK_ROOT:-} ]]; then
     [[ -x $SPACK_ROOT/bin/spack ]] || die "SPACK_ROOT=$SPACK_ROOT has no bin/spack; point it at a Spack checkout or unset it"
   else
-    SPACK_ROOT=$PFSLAB_PREFIX/spack
+    # Not $PFSLAB_PREFIX/spack: images put the kit itself (with its spack/) at /opt/pfslab.
+    SPACK_ROOT=$PFSLAB_PREFIX/spack-root
     [[ -x $SPACK_ROOT/bin/spack ]] || install_spack "$SPACK_ROOT" "${bundle:+$bundle/spack.tar.gz}"
   fi
   export SPACK_ROOT

@@ -237,7 +237,7 @@ spack_calls() { grep -E "$1" "$FAKE_SPACK_LOG" || true; }
   : >"$FAKE_SPACK_LOG"
   MIRROR=$T/bundle toolchain
   assert_success
-  assert [ -x "$PFSLAB_PREFIX/spack/bin/spack" ]
+  assert [ -x "$PFSLAB_PREFIX/spack-root/bin/spack" ]
   assert_equal "$(cat "$PFSLAB_SPACK_ENV/spack.lock")" "$(cat "$T/bundle/spack.lock")"
   grep -q "^mirrors::" "$PFSLAB_PREFIX/spack-config/mirrors.yaml"
   grep -q "url: file://$T/bundle/buildcache" "$PFSLAB_PREFIX/spack-config/mirrors.yaml"

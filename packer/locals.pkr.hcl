@@ -1,0 +1,48 @@
+# Values derived from the variables, shared by the sources and builds.
+
+locals {
+  digest_short = substr(var.image_digest, 0, 12)
+  # One timestamp per run: the AMI/VM names and image.json agree.
+  built_at = timestamp()
+  stamp    = formatdate("YYYYMMDDhhmm", local.built_at)
+
+  # What each image role installs from scripts/roles/<family> (`install COMPONENT`).
+  server_components = {
+    ceph   = ["mon", "mgr", "osd", "mds"]
+    beegfs = ["mgmt", "meta", "storage", "mon"]
+    nfs    = ["server"]
+    gpfs   = ["manager", "nsd"]
+  }
+  components = {
+    server = local.server_components[var.family]
+    client = ["client"]
+  }
+
+  # The lab-plan target a builder's images serve (the node config's `target`).
+  target = {
+    "amazon-ebs" = "aws"
+    "azure-arm"  = "azure"
+    "qemu"       = "baremetal"
+  }
+
+  # The toolchain runs on client images of these builders.
+  toolchain = {
+    "amazon-ebs" = var.toolchain != "off"
+    "azure-arm"  = var.toolchain != "off"
+    "qemu"       = var.toolchain == "on"
+  }
+
+  filesystem_settings = jsondecode(var.filesystem_settings)
+
+  # Tags on every image and build machine; the digest names what built the image.
+  base_tags = merge(var.tags, {
+    "owner"          = var.owner
+    "pfslab-family"  = var.family
+    "pfslab-digest"  = var.image_digest
+    "pfslab-built"   = local.built_at
+    "pfslab-builder" = "packer"
+  })
+
+  # The shell provisioners run as root whatever the builder's login user is.
+  sudo_execute = "chmod +x {{ .Path }}; sudo env {{ .Vars }} {{ .Path }}"
+}

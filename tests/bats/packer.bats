@@ -1,0 +1,369 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016
+# The Packer templates and the image scripts, offline: `packer validate` (full, not
+# -syntax-only) of every build on every builder with Debian's Packer 1.6.6 and no cloud
+# credentials, `packer fmt -check`, the variables' validation rules, bad input of
+# scripts/images and scripts/image-boot-test (one line, exit 2, nothing built or
+# booted), and the image digest. The real qemu build and boot: tests/images/qemu.bats.
+
+load helpers
+
+setup() {
+  sandbox
+  DUMMY=$BATS_TEST_TMPDIR/dummy
+  mkdir -p "$DUMMY/seed"
+}
+
+# The template directory Packer 1.6.6 gets (every *.pkr.hcl but plugins.pkr.hcl), as
+# scripts/images makes it.
+templates() {
+  local dir=$BATS_TEST_TMPDIR/templates f
+  mkdir -p "$dir"
+  for f in "$KIT"/packer/*.pkr.hcl; do
+    [[ $(basename "$f") == plugins.pkr.hcl ]] || ln -sf "$f" "$dir/"
+  done
+  echo "$dir"
+}
+
+# Variables for validate: the kit's and, for the qemu builder, stand-in files (Packer
+# checks that they exist and that the key parses).
+dummy_vars() {
+  : >"$DUMMY/kit.tar.gz"
+  : >"$DUMMY/base.qcow2"
+  : >"$DUMMY/vmlinuz"
+  : >"$DUMMY/initrd"
+  : >"$DUMMY/seed/user-data"
+  : >"$DUMMY/seed/meta-data"
+  [[ -s $DUMMY/seed/id_ed25519 ]] || ssh-keygen -q -t ed25519 -N '' -f "$DUMMY/seed/id_ed25519"
+  VARS=(-var "kit_root=$KIT" -var "kit_archive=$DUMMY/kit.tar.gz"
+    -var "image_digest=$(printf '%064d' 0 | tr 0 a)"
+    -var "qemu_base_image=$DUMMY/base.qcow2"
+    -var "qemu_base_checksum=sha256:$(sha256sum <"$DUMMY/base.qcow2" | cut -d' ' -f1)"
+    -var "qemu_kernel=$DUMMY/vmlinuz" -var "qemu_initrd=$DUMMY/initrd"
+    -var "qemu_seed_dir=$DUMMY/seed" -var "qemu_ssh_private_key_file=$DUMMY/seed/id_ed25519")
+}
+
+need_packer() {
+  command -v packer >/dev/null || skip "packer is not installed (make deps installs Debian's packer)"
+}
+
+# Packer with no cloud credentials in reach: validate must not need any.
+packer_offline() {
+  run /usr/bin/env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE -u ARM_CLIENT_ID \
+    -u ARM_CLIENT_SECRET -u ARM_TENANT_ID -u ARM_SUBSCRIPTION_ID HOME="$BATS_TEST_TMPDIR" \
+    PACKER_CACHE_DIR="$BATS_TEST_TMPDIR/packer_cache" packer "$@"
+}
+
+@test "packer validate: every build on every builder (server, client x amazon-ebs, azure-arm, qemu)" {
+  need_packer
+  dummy_vars
+  packer_offline validate "${VARS[@]}" "$(templates)"
+  assert_success
+  refute_output --partial Error
+}
+
+@test "packer validate: each builder alone, without cloud credentials" {
+  need_packer
+  dummy_vars
+  local only
+  for only in server.amazon-ebs.debian client.amazon-ebs.debian server.azure-arm.hpc client.azure-arm.hpc \
+    server.qemu.debian client.qemu.debian; do
+    packer_offline validate -only="$only" "${VARS[@]}" "$(templates)"
+    [[ $status -eq 0 ]] || fail "packer validate -only=$only: $output"
+  done
+}
+
+@test "packer validate: the qemu builder refuses a missing base image (not only syntax)" {
+  need_packer
+  dummy_vars
+  rm "$DUMMY/seed/user-data"
+  packer_offline validate -only=server.qemu.debian "${VARS[@]}" "$(templates)"
+  assert_failure
+  assert_output --partial "seed/user-data"
+}
+
+@test "packer validate: the variables' rules reject a bad family, digest, fabric or JSON" {
+  need_packer
+  dummy_vars
+  packer_offline validate "${VARS[@]}" -var family=lustre "$(templates)"
+  assert_failure
+  assert_output --partial "The family must be one of ceph, beegfs, nfs, gpfs."
+  packer_offline validate "${VARS[@]}" -var image_digest=0123abc "$(templates)"
+  assert_failure
+  assert_output --partial "64 lower-case hex digits"
+  packer_offline validate "${VARS[@]}" -var 'fabric={"qemu":"wifi","amazon-ebs":"efa","azure-arm":"none"}' "$(templates)"
+  assert_failure
+  assert_output --partial "Each fabric must be one of"
+  packer_offline validate "${VARS[@]}" -var 'filesystem_settings=[1,2]' "$(templates)"
+  assert_failure
+  assert_output --partial "must be a JSON object"
+  packer_offline validate "${VARS[@]}" -var toolchain=maybe "$(templates)"
+  assert_failure
+  assert_output --partial "The toolchain must be auto, on or off."
+}
+
+@test "packer 1.6.6 rejects plugins.pkr.hcl: that is why it lives alone and scripts/images leaves it out" {
+  need_packer
+  [[ $(packer version) == "Packer v1.6."* ]] || skip "not Debian's packer 1.6.x ($(packer version | head -n 1))"
+  dummy_vars
+  local dir
+  dir=$(templates)
+  ln -s "$KIT/packer/plugins.pkr.hcl" "$dir/"
+  packer_offline validate "${VARS[@]}" "$dir"
+  assert_failure
+  assert_output --partial required_plugins
+  run grep -c 'version = "= [0-9]' "$KIT/packer/plugins.pkr.hcl"
+  assert_output 3
+}
+
+@test "packer fmt -check: every template is formatted" {
+  need_packer
+  run packer fmt -check "$KIT/packer"
+  assert_success
+  assert_output ""
+}
+
+# ---- scripts/images: bad input --------------------------------------------------------------
+
+images() {
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" HOME="$BATS_TEST_TMPDIR/home" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" \
+    PFSLAB_IMAGES_DIR="$BATS_TEST_TMPDIR/images" ${IMAGES_ENV[@]+"${IMAGES_ENV[@]}"} "$KIT/scripts/images" "$@"
+}
+
+# Nothing built or started: no packer, qemu or mmdebstrap call, no file under images/.
+assert_nothing_built() {
+  run calls
+  assert_output ""
+  [[ ! -e $BATS_TEST_TMPDIR/images ]] || fail "scripts/images wrote $(ls -A "$BATS_TEST_TMPDIR/images")"
+}
+
+image_shims() {
+  local t
+  for t in packer mmdebstrap qemu-system-x86_64 qemu-img ssh-keygen; do shim "$t"; done
+  mkdir -p "$BATS_TEST_TMPDIR/home"
+}
+
+@test "scripts/images: an unknown TARGET, ROLE or FAMILY is one line and exit 2, nothing built" {
+  image_shims
+  images gcp server
+  assert_failure 2
+  assert_output "[images] error: unknown TARGET 'gcp': one of qemu, aws, azure (usage: scripts/images qemu|aws|azure [server|client|all])"
+  images qemu storage
+  assert_failure 2
+  assert_output "[images] error: unknown ROLE 'storage': one of server, client, all (usage: scripts/images qemu|aws|azure [server|client|all])"
+  images
+  assert_failure 2
+  assert_output --partial "no TARGET given"
+  IMAGES_ENV=(FAMILY=lustre)
+  images qemu server
+  assert_failure 2
+  assert_output "[images] error: unknown FAMILY 'lustre': one of ceph, beegfs, nfs, gpfs"
+  IMAGES_ENV=(TOOLCHAIN=sometimes)
+  images aws client
+  assert_failure 2
+  assert_output "[images] error: TOOLCHAIN='sometimes' is not auto, on or off"
+  assert_nothing_built
+}
+
+@test "scripts/images aws without credentials: one line, exit 2, nothing started" {
+  image_shims
+  images aws server
+  assert_failure 2
+  assert_output "[images] error: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (see 'aws configure'); nothing was built"
+  assert_nothing_built
+}
+
+@test "scripts/images aws when the AWS CLI says the credentials do not work: one line, exit 2" {
+  image_shims
+  shim aws 'echo "Unable to locate credentials" >&2; exit 253'
+  IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=wrong)
+  images aws all
+  assert_failure 2
+  assert_output --partial "[images] error: no usable AWS credentials ('aws sts get-caller-identity' fails)"
+  [[ ${#lines[@]} -eq 1 ]]
+  run calls
+  assert_output "aws sts get-caller-identity"
+  [[ ! -e $BATS_TEST_TMPDIR/images ]]
+}
+
+@test "scripts/images azure without credentials: one line, exit 2, nothing started" {
+  image_shims
+  images azure client
+  assert_failure 2
+  assert_output "[images] error: no Azure credentials: set ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID and ARM_SUBSCRIPTION_ID, or 'az login'; nothing was built"
+  assert_nothing_built
+}
+
+@test "scripts/images aws with credentials: packer 1.6.6 gets the templates without plugins.pkr.hcl and the kit's digest" {
+  image_shims
+  # The packer shim records the template directory it was given.
+  shim packer 'for a in "$@"; do [[ -d $a ]] && ls "$a" >"$SHIM_STATE/templates"; done; exit 0'
+  for t in git gzip tar sha256sum od env nproc; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
+  IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret)
+  images aws server
+  assert_success
+  run cat "$SHIM_STATE/templates"
+  assert_output "builds.pkr.hcl
+locals.pkr.hcl
+sources.pkr.hcl
+variables.pkr.hcl"
+  run calls packer
+  assert_output --regexp "^packer build -color=false -only=server.amazon-ebs.debian -var kit_root=$KIT -var kit_archive=$BATS_TEST_TMPDIR/images/kit-[0-9a-f]{12}.tar.gz -var image_digest=[0-9a-f]{64} -var family=ceph -var toolchain=auto "
+  local digest
+  digest=$("$KIT/scripts/image-digest")
+  assert_output --partial "image_digest=$digest "
+}
+
+# ---- scripts/image-boot-test: bad input ----------------------------------------------------
+
+@test "scripts/image-boot-test: no image, or an invalid user-data, is one line and exit 2 with no VM" {
+  shim qemu-system-x86_64
+  shim qemu-img
+  shim genisoimage
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" "$KIT/scripts/image-boot-test"
+  assert_failure 2
+  assert_output "[image-boot-test] error: usage: image-boot-test IMAGE [USER_DATA]"
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" "$KIT/scripts/image-boot-test" "$BATS_TEST_TMPDIR/nothing"
+  assert_failure 2
+  assert_output "[image-boot-test] error: no image at $BATS_TEST_TMPDIR/nothing; build one with 'make images TARGET=qemu ROLE=server'"
+  command -v cloud-init >/dev/null || skip "cloud-init is not installed (its schema check validates user-data)"
+  local img=$BATS_TEST_TMPDIR/pfslab-server-ceph-000000000000
+  mkdir -p "$img"
+  echo disk >"$img/pfslab-server-ceph-000000000000.qcow2"
+  echo k >"$img/vmlinuz"
+  echo i >"$img/initrd"
+  echo '{"disk": "pfslab-server-ceph-000000000000.qcow2"}' >"$img/image.json"
+  printf '#cloud-config\nlocale: false\nruncmd: oops\n' >"$BATS_TEST_TMPDIR/node.yaml"
+  ln -sf "$(command -v cloud-init)" "$SAFE/cloud-init"
+  ln -sf "$(command -v python3)" "$SAFE/python3"
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" "$KIT/scripts/image-boot-test" "$img" "$BATS_TEST_TMPDIR/node.yaml"
+  assert_failure 2
+  assert_output --regexp "^\[image-boot-test\] error: $BATS_TEST_TMPDIR/node.yaml is not valid cloud-config: .*locale"
+  [[ ${#lines[@]} -eq 1 ]]
+  run calls
+  assert_output ""
+}
+
+# ---- the image digest ------------------------------------------------------------------------
+
+# A small kit: what an image carries, and what it must not.
+fake_kit() {
+  K=$BATS_TEST_TMPDIR/kit
+  mkdir -p "$K/scripts/roles" "$K/labs" "$K/reframe/__pycache__" "$K/spack" "$K/build/images" "$K/.venv" "$K/packer"
+  echo 'echo role' >"$K/scripts/roles/ceph"
+  chmod +x "$K/scripts/roles/ceph"
+  echo 'name: local' >"$K/labs/local.yaml"
+  echo 'x = 1' >"$K/reframe/ior.py"
+  echo 'bytecode' >"$K/reframe/__pycache__/ior.cpython-311.pyc"
+  echo 'spack: {}' >"$K/spack/spack.yaml"
+  echo 'reframe-hpc==4.10.4' >"$K/requirements.txt"
+  echo 'state' >"$K/build/images/x"
+  echo 'venv' >"$K/.venv/pyvenv.cfg"
+  echo '# readme' >"$K/README.md"
+}
+
+digest() { PFSLAB_ROOT=$K "$KIT/scripts/image-digest" "$@"; }
+
+@test "image-digest: covers scripts, labs, reframe, spack, requirements.txt and nothing else" {
+  fake_kit
+  run digest --files
+  assert_success
+  assert_output "labs/local.yaml
+reframe/ior.py
+requirements.txt
+scripts/roles/ceph
+spack/spack.yaml"
+  run digest --manifest
+  assert_line --regexp "^[0-9a-f]{64}  755  scripts/roles/ceph$"
+  assert_line --regexp "^[0-9a-f]{64}  644  labs/local.yaml$"
+  run digest
+  assert_output --regexp "^[0-9a-f]{64}$"
+  [[ $output == $(digest --manifest | sha256sum | cut -d' ' -f1) ]]
+}
+
+@test "image-digest: changes when a copied file changes (content, mode, new file), not otherwise" {
+  fake_kit
+  local d0 d
+  d0=$(digest)
+  [[ $(digest) == "$d0" ]]
+  # Outside the image: no change.
+  echo more >>"$K/build/images/x"
+  echo more >>"$K/.venv/pyvenv.cfg"
+  echo more >>"$K/README.md"
+  echo more >>"$K/reframe/__pycache__/ior.cpython-311.pyc"
+  echo 'packer {}' >"$K/packer/plugins.pkr.hcl"
+  touch -d '2001-01-01' "$K/labs/local.yaml"
+  [[ $(digest) == "$d0" ]]
+  # Inside: content, the executable bit, a new file, a removed file.
+  echo 'name: other' >"$K/labs/local.yaml"
+  d=$(digest)
+  [[ $d != "$d0" ]]
+  echo 'name: local' >"$K/labs/local.yaml"
+  [[ $(digest) == "$d0" ]]
+  chmod -x "$K/scripts/roles/ceph"
+  [[ $(digest) != "$d0" ]]
+  chmod +x "$K/scripts/roles/ceph"
+  echo 'new' >"$K/scripts/new"
+  [[ $(digest) != "$d0" ]]
+  rm "$K/scripts/new"
+  [[ $(digest) == "$d0" ]]
+  rm "$K/spack/spack.yaml"
+  [[ $(digest) != "$d0" ]]
+}
+
+@test "image-digest: in a git checkout, what .gitignore excludes is not in the image" {
+  command -v git >/dev/null || skip "git is not installed"
+  fake_kit
+  printf '__pycache__/\n/build/\n/.venv/\n*.log\n' >"$K/.gitignore"
+  git -C "$K" init -q
+  echo log >"$K/scripts/run.log"
+  local d0
+  d0=$(digest)
+  run digest --files
+  refute_output --partial run.log
+  refute_output --partial __pycache__
+  # An untracked file that is not ignored is part of the kit (it would be copied).
+  echo 'new' >"$K/labs/new.yaml"
+  [[ $(digest) != "$d0" ]]
+  echo more >>"$K/scripts/run.log"
+  rm "$K/labs/new.yaml"
+  [[ $(digest) == "$d0" ]]
+}
+
+@test "kit archive: exactly the digest's files plus the manifest, owned by root" {
+  fake_kit
+  run bash -c "PFSLAB_ROOT='$K'; source '$KIT/scripts/lib/common.sh'; source '$KIT/scripts/lib/images.sh'; kit_archive '$BATS_TEST_TMPDIR/kit.tar.gz'"
+  assert_success
+  run bash -c "tar -tzf '$BATS_TEST_TMPDIR/kit.tar.gz' | grep -v '/$' | sort"
+  assert_output ".pfslab-manifest
+labs/local.yaml
+reframe/ior.py
+requirements.txt
+scripts/roles/ceph
+spack/spack.yaml"
+  run bash -c "tar -tvzf '$BATS_TEST_TMPDIR/kit.tar.gz' scripts/roles/ceph"
+  assert_output --regexp "^-rwxr-xr-x 0/0 "
+  run bash -c "tar -xOzf '$BATS_TEST_TMPDIR/kit.tar.gz' .pfslab-manifest | sha256sum | cut -d' ' -f1"
+  assert_output "$(digest)"
+}
+
+@test "scripts/images qemu: an image built from this kit and base is up to date, nothing started" {
+  [[ $(id -u) -eq 0 ]] || skip "scripts/images qemu needs root"
+  image_shims
+  for t in git gzip tar sha256sum od env nproc; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
+  shim genisoimage
+  local images=$BATS_TEST_TMPDIR/images base digest name
+  base=$(bash -c "source '$KIT/scripts/lib/common.sh'; source '$KIT/scripts/lib/images.sh'; base_digest")
+  digest=$("$KIT/scripts/image-digest")
+  name=pfslab-server-ceph-${digest:0:12}
+  mkdir -p "$images/$name"
+  for f in qcow2 vmlinuz initrd; do echo x >"$images/base-${base:0:16}.$f"; done
+  echo x >"$images/$name/$name.qcow2"
+  images qemu server
+  assert_success
+  assert_line "[images] base image $images/base-${base:0:16}.qcow2 is up to date"
+  assert_line "[images] $name is up to date ($images/$name); FORCE=1 rebuilds it"
+  assert_line "$images/$name/$name.qcow2"
+  run calls
+  assert_output ""
+}
