@@ -1,5 +1,8 @@
+# What scripts/lab passes to every root. One file, linked into each root
+# (terraform/envs/*/kit-variables.tf), so the roots cannot drift apart.
+
 variable "lab_file" {
-  description = "Absolute path of the lab file to bring up on this host."
+  description = "Absolute path of the lab as the kit resolved and validated it (build/<lab>/lab.json)."
   type        = string
 
   validation {
@@ -9,7 +12,7 @@ variable "lab_file" {
 }
 
 variable "kit_root" {
-  description = "Absolute path of the kit's checkout."
+  description = "Absolute path of the kit's checkout (the local root runs its scripts; cloud roots ignore it)."
   type        = string
 
   validation {

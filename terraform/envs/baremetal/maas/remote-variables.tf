@@ -1,0 +1,1 @@
+../../common/remote-variables.tf

@@ -1,0 +1,1 @@
+../common/kit-variables.tf
