@@ -59,7 +59,7 @@ def spread(values: list[float]) -> tuple[float, float]:
     return median, 1.4826 * mad
 
 
-def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy: dict[str, float]) -> list[dict[str, Any]]:
+def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy: dict[str, Any]) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     for (workload, operation, threads, mode, nodes), found in sorted(samples.items(), key=lambda kv: str(kv[0])):
         unit = found[0][1]
@@ -99,7 +99,8 @@ def write(lab: str, run_dirs: list[Path], path: Path | None = None) -> tuple[Pat
     for run_dir in run_dirs:
         if not (run_dir / "report.json").is_file():
             raise BaselineError(f"{run_dir} is not a run directory (no report.json)")
-    policy = yaml.safe_load(references.POLICY_PATH.read_text())["baseline"]
+    policy = dict(yaml.safe_load(references.POLICY_PATH.read_text())["baseline"])
+    policy.update(policy.pop("labs", {}).get(lab, {}))
     runs = [f"{d.parent.name}/{d.name}" for d in run_dirs]
     entries = derive(collect(run_dirs, lab), runs, policy)
     if not entries:
