@@ -183,3 +183,25 @@ def test_every_provider_is_pinned(directory: Path) -> None:
                     if name.startswith("__"):
                         continue
                     assert re.match(r"^~> [0-9]+\.[0-9]+$", str(spec.get("version", "")).strip('"')), f"{tf.relative_to(KIT)}: {name} is not pinned"
+
+
+def _declared_variables(directory: Path) -> list[str]:
+    return [
+        name.strip('"')
+        for tf in sorted(directory.glob("*.tf"))
+        for block in _hcl(tf).get("variable", [])
+        for name in block
+        if not name.startswith("__")
+    ]
+
+
+@pytest.mark.parametrize("directory", TF_DIRS, ids=lambda p: str(p.relative_to(KIT)))
+def test_every_variable_used_is_declared_once(directory: Path) -> None:
+    """What `terraform validate` would say of roots and modules whose providers cannot
+    be installed here, including variables shared through linked files."""
+    declared = _declared_variables(directory)
+    twice = sorted({n for n in declared if declared.count(n) > 1})
+    assert not twice, f"{directory.relative_to(KIT)}: declared more than once: {twice}"
+    used = {m for tf in directory.glob("*.tf") for m in re.findall(r"\bvar\.([A-Za-z_][\w-]*)", tf.read_text())}
+    missing = sorted(used - set(declared))
+    assert not missing, f"{directory.relative_to(KIT)}: used but not declared: {missing}"

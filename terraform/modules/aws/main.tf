@@ -223,6 +223,9 @@ resource "aws_instance" "node" {
   }
 
   tags = { Name = "${local.prefix}-${each.key}" }
+  # The provider's default_tags do not reach the root volume: the lab's own tags make a
+  # stray volume findable by lab-down's sweep of everything tagged with the lab.
+  volume_tags = merge(var.tags, { Name = "${local.prefix}-${each.key}" })
 
   lifecycle {
     precondition {

@@ -1,13 +1,3 @@
-variable "lab_name" {
-  description = "Name of the lab; names every resource (pfslab-<lab>-...)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9.+-]{0,39}$", var.lab_name))
-    error_message = "The lab_name must be lower case letters, digits, '.', '+' or '-'."
-  }
-}
-
 variable "subnet_cidr" {
   description = "The lab's network.subnet: CIDR of the VPC and subnet the adapter creates, or of the existing subnet_id."
   type        = string
@@ -72,16 +62,6 @@ variable "public_ip" {
   }
 }
 
-variable "ssh_cidrs" {
-  description = "Networks admitted to port 22 (the kit's machine or a bastion)."
-  type        = list(string)
-
-  validation {
-    condition     = length(var.ssh_cidrs) > 0 && alltrue([for c in var.ssh_cidrs : can(cidrhost(c, 0))])
-    error_message = "The ssh_cidrs must be a non-empty list of IPv4 CIDRs."
-  }
-}
-
 variable "ssh_public_key" {
   description = "The lab's OpenSSH public key (build/<lab>/ssh/id_ed25519.pub); imported as the lab's key pair."
   type        = string
@@ -103,19 +83,6 @@ variable "images" {
   validation {
     condition     = contains(keys(var.images), "server") && alltrue([for i in values(var.images) : i.id != null || i.name != null])
     error_message = "The images need a server entry, and each image an id or a name."
-  }
-}
-
-variable "nodes" {
-  description = "Nodes from the lab plan: name => {address, roles}."
-  type = map(object({
-    address = string
-    roles   = list(string)
-  }))
-
-  validation {
-    condition     = length(var.nodes) > 0
-    error_message = "The lab has no nodes."
   }
 }
 
@@ -142,15 +109,5 @@ variable "user_data" {
   validation {
     condition     = alltrue([for u in values(var.user_data) : startswith(u, "#cloud-config")])
     error_message = "Every user-data must be a #cloud-config document."
-  }
-}
-
-variable "tags" {
-  description = "Tags of every resource (lab, owner, expiry, pfslab), from the lab plan."
-  type        = map(string)
-
-  validation {
-    condition     = alltrue([for k in ["lab", "owner", "expiry", "pfslab"] : contains(keys(var.tags), k)])
-    error_message = "The tags must include lab, owner, expiry and pfslab."
   }
 }

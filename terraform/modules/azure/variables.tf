@@ -1,13 +1,3 @@
-variable "lab_name" {
-  description = "Name of the lab; names every resource (pfslab-<lab>-...)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9.+-]{0,39}$", var.lab_name))
-    error_message = "The lab_name must be lower case letters, digits, '.', '+' or '-'."
-  }
-}
-
 variable "location" {
   description = "Azure region, e.g. eastus."
   type        = string
@@ -60,16 +50,6 @@ variable "public_ip" {
   }
 }
 
-variable "ssh_cidrs" {
-  description = "Networks admitted to port 22 (the kit's machine or a bastion)."
-  type        = list(string)
-
-  validation {
-    condition     = length(var.ssh_cidrs) > 0 && alltrue([for c in var.ssh_cidrs : can(cidrhost(c, 0))])
-    error_message = "The ssh_cidrs must be a non-empty list of IPv4 CIDRs."
-  }
-}
-
 variable "admin_user" {
   description = "The VMs' admin user (Azure requires one); the lab's key is authorised for it and, through cloud-init, for root."
   type        = string
@@ -107,19 +87,6 @@ variable "images" {
   }
 }
 
-variable "nodes" {
-  description = "Nodes from the lab plan: name => {address, roles}."
-  type = map(object({
-    address = string
-    roles   = list(string)
-  }))
-
-  validation {
-    condition     = length(var.nodes) > 0
-    error_message = "The lab has no nodes."
-  }
-}
-
 variable "machines" {
   description = "Per node, from the lab plan: VM size, image kind, InfiniBand, accelerated networking, OS disk size and its Ethernet address."
   type = map(object({
@@ -144,15 +111,5 @@ variable "user_data" {
   validation {
     condition     = alltrue([for u in values(var.user_data) : startswith(u, "#cloud-config")])
     error_message = "Every user-data must be a #cloud-config document."
-  }
-}
-
-variable "tags" {
-  description = "Tags of every resource (lab, owner, expiry, pfslab), from the lab plan."
-  type        = map(string)
-
-  validation {
-    condition     = alltrue([for k in ["lab", "owner", "expiry", "pfslab"] : contains(keys(var.tags), k)])
-    error_message = "The tags must include lab, owner, expiry and pfslab."
   }
 }

@@ -1,0 +1,1 @@
+../common/cloud-variables.tf
