@@ -1,22 +1,23 @@
-# The two images, each from every source: `packer build -only=server.qemu.debian`
-# (scripts/images picks one). Both get the kit at /opt/pfslab, cloud-init and jq,
-# the common role's tuning (and fabric) packages, /etc/pfslab/image.json; the server
-# image the family's server components, the client image its client and the Spack
-# toolchain. Provisioning scripts: packer/scripts/*.sh (run as root on the image).
+# One build makes either image from any source: `packer build -var role=client
+# -only=image.qemu.debian` (scripts/images picks them). Both roles get the kit at
+# /opt/pfslab, cloud-init and jq, the common role's tuning (and fabric) packages and
+# /etc/pfslab/image.json; the server image the family's server components, the client
+# image its client and the Spack toolchain. Provisioning scripts: packer/scripts/*.sh
+# (run as root on the image).
 
 build {
-  name = "server"
+  name = "image"
 
   source "source.amazon-ebs.debian" {
-    ami_name = "pfslab-server-${var.family}-${local.digest_short}-${local.stamp}"
-    tags     = merge(local.base_tags, { "Name" = "pfslab-server-${var.family}-${local.digest_short}", "pfslab-role" = "server" })
+    ami_name = "pfslab-${var.role}-${var.family}-${local.digest_short}-${local.stamp}"
+    tags     = merge(local.base_tags, { "Name" = "pfslab-${var.role}-${var.family}-${local.digest_short}", "pfslab-role" = var.role })
   }
   source "source.azure-arm.hpc" {
-    managed_image_name = "pfslab-server"
-    azure_tags         = merge(local.base_tags, { "pfslab-role" = "server" })
+    managed_image_name = "pfslab-${var.role}"
+    azure_tags         = merge(local.base_tags, { "pfslab-role" = var.role })
   }
   source "source.qemu.debian" {
-    vm_name = "pfslab-server-${var.family}-${local.digest_short}.qcow2"
+    vm_name = "pfslab-${var.role}-${var.family}-${local.digest_short}.qcow2"
   }
 
   provisioner "shell" {
@@ -34,100 +35,9 @@ build {
     script          = "${var.kit_root}/packer/scripts/install-kit.sh"
     environment_vars = [
       "PFSLAB_IMAGE_JSON=${jsonencode({
-        role       = "server"
+        role       = var.role
         family     = var.family
-        components = local.components.server
-        digest     = var.image_digest
-        builder    = source.type
-        target     = local.target[source.type]
-        built_at   = local.built_at
-      })}",
-    ]
-  }
-
-  provisioner "shell" {
-    only            = ["amazon-ebs.debian"]
-    execute_command = local.sudo_execute
-    script          = "${var.kit_root}/packer/scripts/efa.sh"
-    environment_vars = [
-      "PFSLAB_EFA_INSTALLER_VERSION=${var.aws_efa_installer_version}",
-    ]
-  }
-
-  provisioner "shell" {
-    execute_command = local.sudo_execute
-    script          = "${var.kit_root}/packer/scripts/install-roles.sh"
-    environment_vars = [
-      "PFSLAB_FAMILY=${var.family}",
-      "PFSLAB_COMPONENTS=${join(" ", local.components.server)}",
-      "PFSLAB_FABRIC=${var.fabric[source.type]}",
-      "PFSLAB_TARGET=${local.target[source.type]}",
-      "PFSLAB_FS_SETTINGS=${jsonencode(local.filesystem_settings)}",
-    ]
-  }
-
-  # qemu: the image's own kernel and initramfs, booted directly beside the disk. One
-  # file each: Packer 1.6.6 writes a multi-source download's second file over the
-  # first's name.
-  provisioner "file" {
-    only        = ["qemu.debian"]
-    direction   = "download"
-    source      = "/vmlinuz"
-    destination = "${var.qemu_output_dir}/vmlinuz"
-  }
-  provisioner "file" {
-    only        = ["qemu.debian"]
-    direction   = "download"
-    source      = "/initrd.img"
-    destination = "${var.qemu_output_dir}/initrd"
-  }
-
-  provisioner "shell" {
-    execute_command = local.sudo_execute
-    script          = "${var.kit_root}/packer/scripts/cleanup.sh"
-  }
-
-  # Azure's own generalisation (removes the build user too), as Azure requires.
-  provisioner "shell" {
-    only            = ["azure-arm.hpc"]
-    execute_command = local.sudo_execute
-    inline          = ["/usr/sbin/waagent -force -deprovision+user && sync"]
-  }
-}
-
-build {
-  name = "client"
-
-  source "source.amazon-ebs.debian" {
-    ami_name = "pfslab-client-${var.family}-${local.digest_short}-${local.stamp}"
-    tags     = merge(local.base_tags, { "Name" = "pfslab-client-${var.family}-${local.digest_short}", "pfslab-role" = "client" })
-  }
-  source "source.azure-arm.hpc" {
-    managed_image_name = "pfslab-client"
-    azure_tags         = merge(local.base_tags, { "pfslab-role" = "client" })
-  }
-  source "source.qemu.debian" {
-    vm_name = "pfslab-client-${var.family}-${local.digest_short}.qcow2"
-  }
-
-  provisioner "shell" {
-    execute_command = local.sudo_execute
-    script          = "${var.kit_root}/packer/scripts/wait-cloud-init.sh"
-  }
-
-  provisioner "file" {
-    source      = var.kit_archive
-    destination = "/tmp/pfslab-kit.tar.gz"
-  }
-
-  provisioner "shell" {
-    execute_command = local.sudo_execute
-    script          = "${var.kit_root}/packer/scripts/install-kit.sh"
-    environment_vars = [
-      "PFSLAB_IMAGE_JSON=${jsonencode({
-        role       = "client"
-        family     = var.family
-        components = local.components.client
+        components = local.components
         digest     = var.image_digest
         builder    = source.type
         target     = local.target[source.type]
@@ -151,14 +61,15 @@ build {
     script          = "${var.kit_root}/packer/scripts/install-roles.sh"
     environment_vars = [
       "PFSLAB_FAMILY=${var.family}",
-      "PFSLAB_COMPONENTS=${join(" ", local.components.client)}",
+      "PFSLAB_COMPONENTS=${join(" ", local.components)}",
       "PFSLAB_FABRIC=${var.fabric[source.type]}",
       "PFSLAB_TARGET=${local.target[source.type]}",
       "PFSLAB_FS_SETTINGS=${jsonencode(local.filesystem_settings)}",
     ]
   }
 
-  # The Spack toolchain (scripts/toolchain, when the kit has it): IOR, mdtest, fio...
+  # The Spack toolchain (scripts/toolchain, when the kit has it) on client images: IOR,
+  # mdtest, fio...
   provisioner "shell" {
     execute_command = local.sudo_execute
     script          = "${var.kit_root}/packer/scripts/toolchain.sh"

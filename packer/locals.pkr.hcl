@@ -6,7 +6,7 @@ locals {
   built_at = timestamp()
   stamp    = formatdate("YYYYMMDDhhmm", local.built_at)
 
-  # What each image role installs from scripts/roles/<family> (`install COMPONENT`).
+  # What the image's role installs from scripts/roles/<family> (`install COMPONENT`).
   server_components = {
     ceph   = ["mon", "mgr", "osd", "mds"]
     beegfs = ["mgmt", "meta", "storage", "mon"]
@@ -16,7 +16,7 @@ locals {
   components = {
     server = local.server_components[var.family]
     client = ["client"]
-  }
+  }[var.role]
 
   # The lab-plan target a builder's images serve (the node config's `target`).
   target = {
@@ -25,11 +25,12 @@ locals {
     "qemu"       = "baremetal"
   }
 
-  # The toolchain runs on client images of these builders.
+  # Per builder, whether this image gets the toolchain: client images only, and on
+  # qemu only when asked (it needs the internet and hours).
   toolchain = {
-    "amazon-ebs" = var.toolchain != "off"
-    "azure-arm"  = var.toolchain != "off"
-    "qemu"       = var.toolchain == "on"
+    "amazon-ebs" = var.role == "client" && var.toolchain != "off"
+    "azure-arm"  = var.role == "client" && var.toolchain != "off"
+    "qemu"       = var.role == "client" && var.toolchain == "on"
   }
 
   filesystem_settings = jsondecode(var.filesystem_settings)

@@ -28,6 +28,15 @@ variable "image_digest" {
   }
 }
 
+variable "role" {
+  description = "Which image this build makes: server (the family's server components) or client (its client and the Spack toolchain)."
+  type        = string
+  validation {
+    condition     = contains(["server", "client"], var.role)
+    error_message = "The role must be server or client."
+  }
+}
+
 variable "family" {
   description = "File system family the images serve: its role script (scripts/roles/<family>) installs the server or client components."
   type        = string

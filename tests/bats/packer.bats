@@ -54,22 +54,25 @@ packer_offline() {
     PACKER_CACHE_DIR="$BATS_TEST_TMPDIR/packer_cache" packer "$@"
 }
 
-@test "packer validate: every build on every builder (server, client x amazon-ebs, azure-arm, qemu)" {
+@test "packer validate: the build on every builder, for each role (server, client x amazon-ebs, azure-arm, qemu)" {
   need_packer
   dummy_vars
-  packer_offline validate "${VARS[@]}" "$(templates)"
-  assert_success
-  refute_output --partial Error
+  local role
+  for role in server client; do
+    packer_offline validate "${VARS[@]}" -var "role=$role" "$(templates)"
+    [[ $status -eq 0 && $output != *Error* ]] || fail "packer validate -var role=$role: $output"
+  done
 }
 
 @test "packer validate: each builder alone, without cloud credentials" {
   need_packer
   dummy_vars
-  local only
-  for only in server.amazon-ebs.debian client.amazon-ebs.debian server.azure-arm.hpc client.azure-arm.hpc \
-    server.qemu.debian client.qemu.debian; do
-    packer_offline validate -only="$only" "${VARS[@]}" "$(templates)"
-    [[ $status -eq 0 ]] || fail "packer validate -only=$only: $output"
+  local only role
+  for role in server client; do
+    for only in image.amazon-ebs.debian image.azure-arm.hpc image.qemu.debian; do
+      packer_offline validate -only="$only" "${VARS[@]}" -var "role=$role" "$(templates)"
+      [[ $status -eq 0 ]] || fail "packer validate -only=$only -var role=$role: $output"
+    done
   done
 }
 
@@ -77,27 +80,30 @@ packer_offline() {
   need_packer
   dummy_vars
   rm "$DUMMY/seed/user-data"
-  packer_offline validate -only=server.qemu.debian "${VARS[@]}" "$(templates)"
+  packer_offline validate -only=image.qemu.debian "${VARS[@]}" -var role=server "$(templates)"
   assert_failure
   assert_output --partial "seed/user-data"
 }
 
-@test "packer validate: the variables' rules reject a bad family, digest, fabric or JSON" {
+@test "packer validate: the variables' rules reject a bad role, family, digest, fabric or JSON" {
   need_packer
   dummy_vars
-  packer_offline validate "${VARS[@]}" -var family=lustre "$(templates)"
+  packer_offline validate "${VARS[@]}" -var role=admin "$(templates)"
+  assert_failure
+  assert_output --partial "The role must be server or client."
+  packer_offline validate "${VARS[@]}" -var role=server -var family=lustre "$(templates)"
   assert_failure
   assert_output --partial "The family must be one of ceph, beegfs, nfs, gpfs."
-  packer_offline validate "${VARS[@]}" -var image_digest=0123abc "$(templates)"
+  packer_offline validate "${VARS[@]}" -var role=server -var image_digest=0123abc "$(templates)"
   assert_failure
   assert_output --partial "64 lower-case hex digits"
-  packer_offline validate "${VARS[@]}" -var 'fabric={"qemu":"wifi","amazon-ebs":"efa","azure-arm":"none"}' "$(templates)"
+  packer_offline validate "${VARS[@]}" -var role=server -var 'fabric={"qemu":"wifi","amazon-ebs":"efa","azure-arm":"none"}' "$(templates)"
   assert_failure
   assert_output --partial "Each fabric must be one of"
-  packer_offline validate "${VARS[@]}" -var 'filesystem_settings=[1,2]' "$(templates)"
+  packer_offline validate "${VARS[@]}" -var role=server -var 'filesystem_settings=[1,2]' "$(templates)"
   assert_failure
   assert_output --partial "must be a JSON object"
-  packer_offline validate "${VARS[@]}" -var toolchain=maybe "$(templates)"
+  packer_offline validate "${VARS[@]}" -var role=server -var toolchain=maybe "$(templates)"
   assert_failure
   assert_output --partial "The toolchain must be auto, on or off."
 }
@@ -109,7 +115,7 @@ packer_offline() {
   local dir
   dir=$(templates)
   ln -s "$KIT/packer/plugins.pkr.hcl" "$dir/"
-  packer_offline validate "${VARS[@]}" "$dir"
+  packer_offline validate "${VARS[@]}" -var role=server "$dir"
   assert_failure
   assert_output --partial required_plugins
   run grep -c 'version = "= [0-9]' "$KIT/packer/plugins.pkr.hcl"
@@ -208,7 +214,7 @@ locals.pkr.hcl
 sources.pkr.hcl
 variables.pkr.hcl"
   run calls packer
-  assert_output --regexp "^packer build -color=false -only=server.amazon-ebs.debian -var kit_root=$KIT -var kit_archive=$BATS_TEST_TMPDIR/images/kit-[0-9a-f]{12}.tar.gz -var image_digest=[0-9a-f]{64} -var family=ceph -var toolchain=auto "
+  assert_output --regexp "^packer build -color=false -only=image.amazon-ebs.debian -var kit_root=$KIT -var kit_archive=$BATS_TEST_TMPDIR/images/kit-[0-9a-f]{12}.tar.gz -var image_digest=[0-9a-f]{64} -var family=ceph -var toolchain=auto -var role=server"
   local digest
   digest=$("$KIT/scripts/image-digest")
   assert_output --partial "image_digest=$digest "
