@@ -28,7 +28,7 @@ record() {
 main() {
   local start=$SECONDS
   if [[ ${PFSLAB_TOOLCHAIN:-off} != on ]]; then
-    log "toolchain off for this builder (variable toolchain); skipped"
+    log "toolchain off for this image (server images never get it; see the variable toolchain); skipped"
     record skipped
     return 0
   fi
