@@ -191,7 +191,25 @@ def merge(base: Any, override: Any) -> Any:
 
 
 def resolve(path: Path, labs_dir: Path = LABS_DIR, seen: tuple[str, ...] = ()) -> Any:
-    """The lab document with every ``extends`` applied (before validation)."""
+    """The lab document with every ``extends`` applied (before validation), and the
+    workloads of the lab it ``reproduces`` when it lists none of its own."""
+    data = _extended(path, labs_dir, seen)
+    if isinstance(data, dict) and "workloads" not in data and isinstance(data.get("reproduces"), str):
+        seed_path = _neighbour(path, data["reproduces"], labs_dir)
+        if not seed_path.is_file():
+            raise LabError(f"{_display(path)}: reproduces: unknown lab {data['reproduces']!r}; labs that exist: {', '.join(lab_names(labs_dir))}")
+        seed = _extended(seed_path, labs_dir, (*seen, path.stem))
+        if isinstance(seed, dict) and "workloads" in seed:
+            data["workloads"] = copy.deepcopy(seed["workloads"])
+    return data
+
+
+def _neighbour(path: Path, name: str, labs_dir: Path) -> Path:
+    """A lab file kept elsewhere may name its neighbours or the shipped labs."""
+    return next((d / f"{name}.yaml" for d in (path.parent, labs_dir) if (d / f"{name}.yaml").is_file()), labs_dir / f"{name}.yaml")
+
+
+def _extended(path: Path, labs_dir: Path, seen: tuple[str, ...]) -> Any:
     data = _read(path)
     if not isinstance(data, dict) or "extends" not in data:
         return data
@@ -201,11 +219,10 @@ def resolve(path: Path, labs_dir: Path = LABS_DIR, seen: tuple[str, ...] = ()) -
         raise LabError(f"{_display(path)}: extends: {chain} is a cycle")
     if "title" not in data:
         raise LabError(f"{_display(path)}: title: a lab that extends another needs its own title")
-    # A lab file kept elsewhere may extend its neighbours or the shipped labs.
-    base_path = next((d / f"{base_name}.yaml" for d in (path.parent, labs_dir) if (d / f"{base_name}.yaml").is_file()), labs_dir / f"{base_name}.yaml")
+    base_path = _neighbour(path, base_name, labs_dir)
     if not base_path.is_file():
         raise LabError(f"{_display(path)}: extends: unknown lab {base_name!r}; labs that exist: {', '.join(lab_names(labs_dir))}")
-    base = resolve(base_path, labs_dir, (*seen, path.stem))
+    base = _extended(base_path, labs_dir, (*seen, path.stem))
     merged = merge({k: v for k, v in base.items() if k not in ("extends", "sources", "description")}, data)
     return merged
 

@@ -141,7 +141,9 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         mount = self.lab["filesystem"]["mount"]
         scratch = self.scratch_root or f"{mount}/{self.lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}"
         scratch_dir = f"{scratch}/{case.workload}-t{case.threads}-{uuid.uuid4().hex[:8]}"
-        launcher = (inventory or {}).get("launcher", {})
+        # A provisioned lab's inventory carries its launcher; a dry run takes the lab
+        # file's, so the job scripts export what the real run would (RSH, MCA settings).
+        launcher = (inventory or {}).get("launcher") or self.lab.get("launcher", {})
         ctx = workloads.Context(
             clients=clients,
             scratch_dir=scratch_dir,

@@ -368,3 +368,46 @@ def test_dry_run_writes_the_seeds_commands(lab: str, dry_runs: dict[str, DryRun]
     if not shipped(lab):
         pytest.skip(not_shipped_reason(lab))
     CHECKS[lab](dry_runs[lab])
+
+
+# ---- the cloud and bare-metal reproductions ---------------------------------------------
+
+def remote_reproductions() -> list[str]:
+    return [name for name in labs.lab_names()
+            if name not in SEED_LABS and labs.load(name)["target"] != "local"]
+
+
+@pytest.fixture(scope="module")
+def remote_dry_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DryRun]:
+    root = tmp_path_factory.mktemp("kit")
+    (root / "build").mkdir()
+    for name in ("labs", "reframe", "scripts", "terraform"):
+        (root / name).symlink_to(KIT / name)
+    return {lab: dry_run(lab, root, tmp_path_factory.mktemp("run")) for lab in remote_reproductions()}
+
+
+@pytest.mark.parametrize("lab", remote_reproductions())
+def test_every_reproduction_writes_a_job_for_each_workload(lab: str, remote_dry_runs: dict[str, DryRun]) -> None:
+    workload_ids = {w["id"] for w in labs.load(lab)["workloads"]}
+    written = {case.split("/")[1] for case in remote_dry_runs[lab].jobs}
+    assert workload_ids, f"lab {lab} has no workloads (its own, or those of the lab it reproduces)"
+    assert written == workload_ids, f"{lab}: jobs for {sorted(written)}, workloads {sorted(workload_ids)}"
+
+
+def test_a_reproduction_without_workloads_runs_the_seeds_commands_with_its_own_settings(
+    remote_dry_runs: dict[str, DryRun],
+) -> None:
+    lab = labs.load("azure-beegfs-medium")
+    assert lab["reproduces"] == "beegfs-medium"
+    assert lab["workloads"] == labs.load("beegfs-medium")["workloads"]
+    job = remote_dry_runs["azure-beegfs-medium"].jobs["azure-beegfs-medium/ior-n1/512"]
+    (command,) = job.runs
+    ior = command[command.index("ior"):]
+    # The seed's line, its target count taken from this lab's pool (11, not the seed's 33).
+    assert ior[:9] == ["ior", "-w", "-r", "-i", "3", "-d", "3", "-e", "-O"]
+    assert ior[9] == "beegfsNumTargets=11,beegfsChunkSize=2M"
+    assert command[:3] == ["mpirun", "-np", "512"]
+    script = (job.stage / "rfm_job.sh").read_text()
+    # The lab file's launcher environment reaches the job, as the inventory's does on a real run.
+    assert "export RSH=ssh" in script.splitlines()
+    assert "export OMPI_MCA_pml=ucx" in script.splitlines()
