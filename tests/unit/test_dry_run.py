@@ -101,12 +101,18 @@ def dry_run(lab: str, root: Path, run_dir: Path) -> DryRun:
     return DryRun(lab, seconds, jobs)
 
 
-@pytest.fixture(scope="module")
-def dry_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DryRun]:
+def kit_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The kit with an empty build/: no lab is up in this tree."""
     root = tmp_path_factory.mktemp("kit")
-    (root / "build").mkdir()  # empty: no lab is up in this tree
+    (root / "build").mkdir()
     for name in ("labs", "reframe", "scripts", "terraform"):
         (root / name).symlink_to(KIT / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DryRun]:
+    root = kit_tree(tmp_path_factory)
     out = {}
     for lab in SEED_LABS:
         if shipped(lab):
@@ -379,10 +385,7 @@ def remote_reproductions() -> list[str]:
 
 @pytest.fixture(scope="module")
 def remote_dry_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DryRun]:
-    root = tmp_path_factory.mktemp("kit")
-    (root / "build").mkdir()
-    for name in ("labs", "reframe", "scripts", "terraform"):
-        (root / name).symlink_to(KIT / name)
+    root = kit_tree(tmp_path_factory)
     return {lab: dry_run(lab, root, tmp_path_factory.mktemp("run")) for lab in remote_reproductions()}
 
 
