@@ -28,25 +28,3 @@ variable "ssh_public_key" {
     error_message = "The ssh_public_key must be an OpenSSH public key line."
   }
 }
-
-variable "owner" {
-  description = "Owner tag (default: the lab file's, else unknown)."
-  type        = string
-  default     = null
-
-  validation {
-    condition     = var.owner == null || length(coalesce(var.owner, "x")) <= 128
-    error_message = "The owner must be at most 128 characters."
-  }
-}
-
-variable "expiry" {
-  description = "Expiry tag, RFC 3339 (default: now plus the lab's expiry_hours)."
-  type        = string
-  default     = null
-
-  validation {
-    condition     = var.expiry == null || can(formatdate("YYYY", coalesce(var.expiry, "2000-01-01T00:00:00Z")))
-    error_message = "The expiry must be an RFC 3339 timestamp."
-  }
-}

@@ -1,0 +1,1 @@
+../common/tag-variables.tf
