@@ -14,25 +14,18 @@ ROLE ?= all
 IMAGE ?=
 USER_DATA ?=
 MIRROR ?=
-MIRROR_OUT ?= local
+MIRROR_OUT ?=
 MODE ?=
 REPEAT ?= 3
 RUN ?=
 A ?=
 B ?=
-LABS ?=
-TARGET ?=
-ROLE ?= all
-IMAGE ?=
-USER_DATA ?=
-MIRROR ?=
-MIRROR_OUT ?=
 REFRAME_ARGS ?=
 PYTHON := .venv/bin/python
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps toolchain mirror test-spack checkov user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -44,14 +37,17 @@ help: ## Show the targets and the variables they take
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
 	@echo "           MIRROR=<bundle dir> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
 
-deps: ## Install system packages and the Python environment (.venv); idempotent
-	scripts/deps
+deps: ## Install everything: the labs' and benchmarks' packages, the test and image tools, .venv; idempotent
+	scripts/deps all
+
+deps-test: ## Install what the labs and the offline tests need (make test runs it first)
+	scripts/deps test
 
 toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/view, view-seed); MIRROR=<bundle> installs offline
 	MIRROR='$(MIRROR)' scripts/toolchain
 
 mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
-	MIRROR_OUT='$(MIRROR_OUT)' scripts/mirror
+	MIRROR_OUT='$(or $(MIRROR_OUT),build/spack-bundle)' scripts/mirror
 
 lab-up: ## Bring up (or repair) lab LAB and wait until it is healthy
 	scripts/lab up $(LAB)
@@ -61,6 +57,9 @@ lab-down: ## Take the running lab down and prove nothing is left
 
 lab-status: ## Show the running lab's nodes, roles, health and mounts
 	scripts/lab status $(if $(filter command line,$(origin LAB)),$(LAB),)
+
+calibrate: ## Measure the running lab again on this machine (the probes its thresholds are floors of)
+	scripts/lab calibrate $(if $(filter command line,$(origin LAB)),$(LAB),)
 
 bench: ## Run the running lab's workloads with ReFrame; keep the run under build/runs/
 	scripts/bench $(REFRAME_ARGS)
@@ -72,6 +71,7 @@ remote-up: ## Resume the SSH bring-up (boot wait, cluster files, phases, preflig
 	scripts/remote-up $(LAB)
 
 images: ## Build server/client images with Packer: TARGET=qemu|aws|azure ROLE=server|client|all (FAMILY=ceph|beegfs|nfs|gpfs, FORCE=1)
+	scripts/deps images
 	scripts/images $(or $(TARGET),qemu) $(ROLE)
 
 image-boot-test: ## Boot a qemu image to cloud-init's boot-finished: IMAGE=build/images/pfslab-server-ceph-<digest12> [USER_DATA=...]
@@ -93,10 +93,11 @@ baseline: ## Run the suite REPEAT times (default 3) and write the lab's referenc
 overhead: ## Same benchmark by hand and through the kit, alternating: prints the kit/hand ratio
 	scripts/bench-overhead
 
-demo: ## deps, local lab up, quick suite, verdict table: the first command on a new machine
+demo: ## The first command on a new machine: what the demo needs, the local lab, one test per tool, the verdict
 	scripts/demo
 
-test: test-python test-bats test-terraform lint checkov ## All offline tests: pytest, bats, terraform, shellcheck, mypy, checkov
+test: deps-test ## All offline tests: pytest, bats, terraform, shellcheck, mypy, checkov (installs what they need)
+	$(MAKE) --no-print-directory test-python test-bats test-terraform lint checkov
 
 test-python: ## Unit tests of the kit's Python code (parsers, labs, workloads, verdicts)
 	$(PYTHON) -m pytest -q tests/unit

@@ -59,7 +59,22 @@ def spread(values: list[float]) -> tuple[float, float]:
     return median, 1.4826 * mad
 
 
-def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy: dict[str, Any]) -> list[dict[str, Any]]:
+def machine_of(run_dirs: list[Path]) -> dict[str, Any] | None:
+    """The machine every run was made on; runs from different machines make no baseline."""
+    found: dict[str, dict[str, Any]] = {}
+    for run_dir in run_dirs:
+        provenance = run_dir / "provenance.json"
+        data = json.loads(provenance.read_text()).get("machine") if provenance.is_file() else None
+        found[str(data["id"]) if data else "unknown"] = data or {}
+    if len(found) > 1:
+        raise BaselineError(f"the runs were made on different machines ({', '.join(sorted(found))}); "
+                            "a baseline holds for one machine only")
+    only = next(iter(found.values()), {})
+    return only or None
+
+
+def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy: dict[str, Any],
+           machine_id: str | None = None) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     for (workload, operation, threads, mode, nodes), found in sorted(samples.items(), key=lambda kv: str(kv[0])):
         unit = found[0][1]
@@ -88,6 +103,8 @@ def derive(samples: dict[Key, list[tuple[float, str]]], runs: list[str], policy:
         }
         if nodes is not None:
             entry["nodes"] = nodes
+        if machine_id is not None:
+            entry["machine"] = machine_id
         entries.append(entry)
     return entries
 
@@ -102,7 +119,9 @@ def write(lab: str, run_dirs: list[Path], path: Path | None = None) -> tuple[Pat
     policy = dict(yaml.safe_load(references.POLICY_PATH.read_text())["baseline"])
     policy.update(policy.pop("labs", {}).get(lab, {}))
     runs = [f"{d.parent.name}/{d.name}" for d in run_dirs]
-    entries = derive(collect(run_dirs, lab), runs, policy)
+    measured_on = machine_of(run_dirs)
+    machine_id = str(measured_on["id"]) if measured_on else None
+    entries = derive(collect(run_dirs, lab), runs, policy, machine_id)
     if not entries:
         raise BaselineError("the runs passed no figure in common; nothing to make a baseline of")
     path = path or references.path_for(lab)
@@ -110,13 +129,21 @@ def write(lab: str, run_dirs: list[Path], path: Path | None = None) -> tuple[Pat
     old: dict[str, Any] = {}
     if path.is_file():
         old = yaml.safe_load(path.read_text()) or {}
-        kept = [e for e in old.get("references") or [] if e.get("kind") != "baseline"]
+        # A new baseline replaces this machine's old one; other machines' baselines stay.
+        kept = [e for e in old.get("references") or []
+                if e.get("kind") != "baseline" or (e.get("machine") and e.get("machine") != machine_id)]
     header = (
         f"# References of lab {lab}. Baselines are written by `make baseline` from the runs\n"
-        f"# their source names; other entries are published values, kept as written.\n"
+        f"# their source names, each for the machine it was measured on (`machines`: only\n"
+        f"# there does it judge); other entries are published values, kept as written.\n"
     )
+    machines = dict(old.get("machines") or {})
+    if measured_on:
+        machines[machine_id] = {"description": measured_on.get("description"), "facts": measured_on.get("facts")}
     # Everything else the file holds (notes on published claims ...) is kept as it was.
     document = {**old, "lab": lab, "references": kept + entries}
+    if machines:
+        document["machines"] = machines
     path.write_text(header + yaml.safe_dump(document, sort_keys=False, width=120))
     references.load(lab, path)  # what was written must load
     return path, len(entries)

@@ -117,13 +117,21 @@ def _add_record(sub: Subparsers) -> None:
 def _cmd_verdict(args: argparse.Namespace) -> int:
     from pfslab import runs, verdict
 
-    rows = runs.resolve(args.run_dir).rows()
+    run = runs.resolve(args.run_dir)
+    rows = run.rows()
+    summary = verdict.summary(rows, run.lab_state)
     if args.json:
-        json.dump({"rows": [r.as_dict() for r in rows], "summary": verdict.summary(rows)}, sys.stdout, indent=2)
+        json.dump({"rows": [r.as_dict() for r in rows], "summary": summary, "lab_state": run.lab_state,
+                   "calibration": run.calibration}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(verdict.table(rows))
-    return 1 if verdict.summary(rows)["overall"] == "fail" else 0
+        notes: list[str] = []
+        if run.calibration is not None and any(r.basis.startswith("calibrated") for r in rows):
+            from pfslab import calibration
+
+            notes = calibration.summary_lines(run.calibration)
+        print(verdict.table(rows, run.lab_state, notes))
+    return 1 if summary["overall"] == "fail" else 0
 
 
 def _add_verdict(sub: Subparsers) -> None:
@@ -200,10 +208,73 @@ def _add_overhead(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_overhead)
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from pfslab import calibration, labs
+
+    lab = labs.load(args.lab)
+    if args.check:
+        run_dir = Path(args.check)
+        problem = calibration.check(lab["name"], say=lambda line: print(f"[bench] {line}", file=sys.stderr, flush=True))
+        if problem is None:
+            return 0
+        from pfslab.runs import HEALTH_FILE
+        import time
+
+        (run_dir / HEALTH_FILE).write_text(json.dumps(
+            {"state": "unhealthy", "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "detail": problem}) + "\n")
+        print(f"[bench] lab {lab['name']} fails its pre-run check: {problem}", file=sys.stderr)
+        return 1
+    if args.show:
+        data = calibration.load(calibration.path_for(lab["name"]))
+        if data is None:
+            raise UsageError(f"lab {lab['name']} has no calibration; 'make calibrate' runs it")
+        print("\n".join(calibration.summary_lines(data)))
+        return 0
+    data = calibration.run(lab["name"], say=lambda line: print(f"[calibrate] {line}", file=sys.stderr, flush=True))
+    print("\n".join(calibration.summary_lines(data)))
+    return 0
+
+
+def _add_calibrate(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="measure what the running lab can do (fio probes through a client) for its thresholds",
+        description="Run the calibration probes of reframe/references/policy.yaml through the lab's first "
+        "client and write build/<lab>/calibration.json; the lab's figures are then judged against "
+        "floors of these probe figures.",
+    )
+    p.add_argument("lab")
+    p.add_argument("--show", action="store_true", help="print the lab's calibration instead of running it")
+    p.add_argument("--check", metavar="RUN_DIR",
+                   help="repeat the quick probes against the calibration; when the lab is below its floors, "
+                        "record it as unhealthy in RUN_DIR (the run's tests then skip) and exit 1")
+    p.set_defaults(handler=_cmd_calibrate)
+
+
+def _cmd_progress(args: argparse.Namespace) -> int:
+    from pfslab import progress
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"no run directory {run_dir}")
+    with open(run_dir / "reframe.out", "a") as keep:
+        seen = progress.follow(sys.stdin.fileno(), keep,
+                               lambda line: print(f"[bench] {line}", file=sys.stderr, flush=True), args.every)
+    return 0 if seen.total else 3
+
+
+def _add_progress(sub: Subparsers) -> None:
+    p = sub.add_parser("progress", help="keep ReFrame's output (stdin) in <run>/reframe.out; print a line per test")
+    p.add_argument("run_dir")
+    p.add_argument("--every", type=float, default=30.0, help="seconds of silence before a 'still running' line")
+    p.set_defaults(handler=_cmd_progress)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
+    _add_calibrate, _add_progress,
 )
 
 

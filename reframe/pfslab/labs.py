@@ -59,6 +59,12 @@ def _schema() -> dict[str, Any]:
     return schema
 
 
+def schema_default(definition: str, field: str) -> Any:
+    """The ``default`` the schema states for a field of one of its definitions: a default
+    lives in the schema, where the lab file's reader finds it documented."""
+    return _schema()["$defs"][definition]["properties"][field]["default"]
+
+
 def _field_path(parts: list[str | int]) -> str:
     out = ""
     for part in parts:

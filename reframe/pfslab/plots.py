@@ -9,8 +9,10 @@ PixStor paper ("the scale chosen was logarithmic with base 10").
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -29,6 +31,8 @@ class Curve:
     measured: list[tuple[str, float]] = field(default_factory=list)  # (sweep point, value)
     reference: list[tuple[str, float]] = field(default_factory=list)  # published or baseline, per point
     lines: list[tuple[str, float]] = field(default_factory=list)  # (label, value) over the whole sweep
+    floor: list[tuple[str, float]] = field(default_factory=list)  # per point: the bound the verdict used
+    floor_is_ceiling: bool = False  # completion times: the figure had to stay under it
 
 
 @dataclass
@@ -51,8 +55,30 @@ def _x(points: list[str]) -> dict[str, float]:
     return {p: float(i) for i, p in enumerate(points)}
 
 
+TITLE_WIDTH = 90  # characters per title line at the figure's width and font size
+
+
+def wrap_title(title: str, width: int = TITLE_WIDTH) -> str:
+    return "\n".join(line for part in title.splitlines() for line in textwrap.wrap(part, width) or [""])
+
+
+def _fit_y(ax: Any, chart: Chart) -> None:
+    """The y range of the curves and lines, so a shaded zone never stretches the axis."""
+    values = [v for c in chart.curves for _, v in c.measured + c.reference + c.floor] + \
+             [v for c in chart.curves for _, v in c.lines]
+    values = [v for v in values if v > 0]
+    if not values:
+        return
+    low, high = min(values), max(values)
+    if chart.log_y:
+        ax.set_ylim(low / 2, high * 2)
+    else:
+        ax.set_ylim(0, high * 1.12)
+
+
 def draw(chart: Chart, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(8.0, 4.6), dpi=110)
+    lines = wrap_title(chart.title).count("\n") + 1
+    fig, ax = plt.subplots(figsize=(8.0, 4.4 + 0.2 * lines), dpi=110)
     xs = _x(chart.points)
     numeric = all(p.isdigit() for p in chart.points)
     for index, curve in enumerate(chart.curves):
@@ -66,6 +92,15 @@ def draw(chart: Chart, path: Path) -> Path:
         for style, (label, value) in zip((":", "-.", (0, (1, 3))), curve.lines):
             ax.axhline(value, color=c, linestyle=style, linewidth=1.4, alpha=0.9,
                        label=f"{curve.figure} {label} {value:.4g}")
+        if curve.floor:
+            fx = [xs[p] for p, _ in curve.floor]
+            fy = [v for _, v in curve.floor]
+            word = "ceiling" if curve.floor_is_ceiling else "floor"
+            ax.plot(fx, fy, linestyle=(0, (4, 2, 1, 2)), color=c, linewidth=1.2, alpha=0.9,
+                    label=f"{curve.figure} {word} (verdict)")
+            # The zone the figure had to stay out of, shaded: below a floor, above a ceiling.
+            edge = max(fy) * 50 if curve.floor_is_ceiling else 0.0
+            ax.fill_between(fx, fy, [edge] * len(fy), color=c, alpha=0.07, step=None)
     if numeric:
         ax.set_xscale("log", base=2)
         ax.set_xticks([xs[p] for p in chart.points])
@@ -77,8 +112,10 @@ def draw(chart: Chart, path: Path) -> Path:
         ax.set_xlabel("nodes x processes per node")
     if chart.log_y:
         ax.set_yscale("log", base=10)
+    _fit_y(ax, chart)
     ax.set_ylabel(chart.unit)
-    ax.set_title(chart.title, fontsize=11)
+    # Titles are wrapped to the plot's width: a title cut at both ends says nothing.
+    ax.set_title(wrap_title(chart.title), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     if any(c.measured or c.reference or c.lines for c in chart.curves):
         ax.legend(fontsize=7, loc="best", ncol=2 if sum(len(c.lines) for c in chart.curves) > 3 else 1)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, labs, references, state
+from pfslab import KIT_ROOT, calibration, labs, machine, references, state
 
 #: How each tool tells its version. IOR and mdtest have no --version: the kit reads
 #: theirs from each output header instead (the parsers keep it per result).
@@ -89,6 +89,12 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
     inventory = state.inventory_path(lab_name)
     if inventory.is_file():
         shutil.copy2(inventory, run_dir / "inventory.json")
+    # The thresholds the lab calibrated at lab-up judge this run: keep them with it.
+    cal = calibration.path_for(lab_name)
+    if cal.is_file():
+        shutil.copy2(cal, run_dir / calibration.FILE_NAME)
+    lab = labs.load(lab_name)
+    facts = machine.facts_for(lab)
     spack_lock = KIT_ROOT / "spack" / "spack.lock"
     data = {
         "lab": lab_name,
@@ -96,7 +102,8 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "kernel": platform.release(),
-        "mode": os.environ.get("PFSLAB_MODE") or labs.load(lab_name).get("benchmark", {}).get("default_mode", "full"),
+        "mode": os.environ.get("PFSLAB_MODE") or lab.get("benchmark", {}).get("default_mode", "full"),
+        "machine": {"id": machine.fingerprint(facts), "facts": facts, "description": machine.describe(facts)},
         "git": git_state(),
         "spack_lock_sha256": sha256(spack_lock) if spack_lock.is_file() else None,
         "tools": tool_versions(search_path),

@@ -28,6 +28,8 @@ from pfslab.errors import KitError
 REFERENCES_DIR: Path = KIT_ROOT / "reframe" / "references"
 POLICY_PATH: Path = REFERENCES_DIR / "policy.yaml"
 KINDS: tuple[str, ...] = ("peak", "sustained", "baseline", "derived")
+#: Kinds a references file may not hold: made on the spot from the lab's own probes.
+COMPUTED_KINDS: tuple[str, ...] = ("calibrated",)
 
 
 class ReferenceError(KitError, ValueError):
@@ -48,6 +50,7 @@ class Reference:
     upper: float | None
     source: dict[str, Any]
     noise: float | None = None  # relative robust spread, for baselines
+    machine: str | None = None  # baselines: the fingerprint of the machine they were measured on
 
     def bounds(self) -> tuple[float | None, float | None]:
         return self.lower, self.upper
@@ -107,6 +110,7 @@ def _entry(raw: dict[str, Any], where: str) -> Reference:
         upper=upper,
         source=source,
         noise=None if raw.get("noise") is None else float(raw["noise"]),
+        machine=None if raw.get("machine") is None else str(raw["machine"]),
     )
 
 
@@ -165,13 +169,21 @@ def notes(lab: str, path: Path | None = None) -> list[Note]:
     return _notes(_document(lab, path), path)
 
 
+def applies_here(ref: Reference, machine_id: str | None) -> bool:
+    """A baseline holds only on the machine it was measured on (one that names none holds
+    nowhere); published and derived values hold anywhere."""
+    return ref.kind != "baseline" or (ref.machine is not None and ref.machine == machine_id)
+
+
 def lookup(
-    refs: list[Reference], workload: str, operation: str, threads: int, mode: str, nodes: int | None = None
+    refs: list[Reference], workload: str, operation: str, threads: int, mode: str, nodes: int | None = None,
+    machine_id: str | None = None,
 ) -> Reference | None:
-    """The reference for one figure at one sweep point, if the lab has one."""
+    """The reference for one figure at one sweep point, if the lab has one (on this machine)."""
     matching = [
         r for r in refs
         if r.workload == workload and r.operation == operation and (r.mode in (None, mode))
+        and applies_here(r, machine_id)
     ]
     exact = [r for r in matching if r.threads == threads and r.nodes == nodes]
     # A reference without a thread count describes a whole sweep (a plateau, a
@@ -180,9 +192,31 @@ def lookup(
     return exact[0] if exact else None
 
 
-def sweep_references(refs: list[Reference], workload: str, operation: str, mode: str) -> list[Reference]:
+def sweep_references(refs: list[Reference], workload: str, operation: str, mode: str,
+                     machine_id: str | None = None) -> list[Reference]:
     """References that hold for a workload's whole sweep (no thread count)."""
     return [
         r for r in refs
         if r.workload == workload and r.operation == operation and r.threads is None and r.mode in (None, mode)
+        and applies_here(r, machine_id)
     ]
+
+
+def elsewhere(refs: list[Reference], workload: str, operation: str, threads: int, mode: str,
+              nodes: int | None, machine_id: str | None) -> Reference | None:
+    """A baseline for this point that was measured on another machine (so it does not apply)."""
+    return next((r for r in refs if r.kind == "baseline" and r.workload == workload and r.operation == operation
+                 and r.threads == threads and r.nodes == nodes and r.mode in (None, mode)
+                 and not applies_here(r, machine_id)), None)
+
+
+def basis(ref: Reference) -> str:
+    """Where a reference comes from, in one line, for the verdict and the report."""
+    src = ref.source
+    if ref.kind == "calibrated":
+        return str(src.get("where", "calibrated"))
+    if ref.kind == "baseline":
+        on = f" on machine {ref.machine}" if ref.machine else ""
+        return f"baseline{on}: {src.get('where', '')}".rstrip(": ")
+    where = src.get("where") or src.get("section") or ""
+    return f"{ref.kind}: {src.get('document')}{', ' + str(where) if where else ''}"

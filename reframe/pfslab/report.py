@@ -83,6 +83,17 @@ def charts(run: runs.Run) -> list[tuple[str, plots.Chart]]:
                     point = str(ref.threads) if ref.nodes is None else f"{ref.nodes}x{ref.threads // ref.nodes}"
                     curve.reference.append((point, value))
                     points.add(point)
+            # The bound each point had to meet (whatever its kind: published, baseline,
+            # calibrated), and the calibration probe it is a floor of.
+            for r in fig_rows:
+                bound = r.bound()
+                if bound is not None and kind_of(r.unit) == kind_of(fig_unit):
+                    curve.floor.append((r.point, convert(bound, r.unit, fig_unit)))
+                    curve.floor_is_ceiling = r.lower is None
+                if r.basis.startswith("calibrated") and r.reference is not None and not any(
+                        label == "lab-up probe" for label, _ in curve.lines):
+                    curve.lines.append(("lab-up probe", convert(r.reference, r.unit, fig_unit)))
+            curve.floor.sort(key=lambda pv: _point_key(pv[0]))
             curve.reference.sort(key=lambda pv: _point_key(pv[0]))
             curve.measured.sort(key=lambda pv: _point_key(pv[0]))
             curves.append(curve)
@@ -96,11 +107,24 @@ def charts(run: runs.Run) -> list[tuple[str, plots.Chart]]:
 
 
 def _workload_title(run: runs.Run, workload_id: str) -> str:
+    """The workload's title, and, when it ran at quick sizes, the sizes it ran at: a
+    seed's title names the seed's sizes ("8 TiB in total"), not what this run did."""
     try:
         workload = workloads.find(run.lab, workload_id)
     except workloads.WorkloadError:
         return workload_id
-    return f"{workload_id}: {workload.get('title', workload['tool'])}"
+    title = f"{workload_id}: {workload.get('title', workload['tool'])}"
+    # An imported seed shape always runs at quick sizes on the importing lab.
+    mode = "quick" if "/" in workload_id else run.mode
+    quick = workload.get("quick", {})
+    if mode == "quick" and quick:
+        full = workload.get("sizes", {})
+        sizes = [f"{k} {v}" + (f" (source: {full[k]})" if k in full and full[k] != v else "")
+                 for k, v in quick.get("sizes", {}).items()]
+        if "iterations" in quick:
+            sizes.append(f"{quick['iterations']} iterations (source: {workload.get('iterations', 1)})")
+        title += "\nrun at quick sizes" + (": " + ", ".join(sizes) if sizes else " (the source's flags, a shorter sweep)")
+    return title
 
 
 def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
@@ -148,7 +172,7 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     out_dir = out_dir or run.path / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = run.rows()
-    summary = verdict.summary(rows)
+    summary = verdict.summary(rows, run.lab_state)
     drawn = [(chart.title, plots.draw(chart, out_dir / f"{stem}.png")) for stem, chart in charts(run)]
     prov = run.provenance
     session = run.report.get("session_info", {})
@@ -161,6 +185,7 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         f"<p class='summary'>Verdict: <span class='{_esc(summary['overall'].split()[0])}'>{_esc(summary['overall'].upper())}</span>: "
         f"{summary['pass']} pass, {summary['fail']} fail, {summary['skip']} skipped, "
         f"{summary['no reference']} without reference</p>",
+        (f"<p class='fail'>{_esc(summary['health'])}</p>" if summary.get("health") else ""),
         "<h2>Scaling</h2>",
         "<p>Measured curves are solid; reference curves (published values or the lab's baseline) dashed in the same "
         "colour; dotted lines are references that hold over the whole sweep (peaks, plateaus, hardware limits).</p>",
@@ -180,14 +205,28 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         )
     parts.append("</table>")
     parts.append("<h2>Verdict</h2><table><tr><th>test</th><th>workload</th><th>threads</th><th>figure</th>"
-                 "<th>measured</th><th>reference</th><th>verdict</th><th>reason</th></tr>")
+                 "<th>measured</th><th>reference</th><th>threshold</th><th>verdict</th><th>reason</th></tr>")
     for r in rows:
         css = {"pass": "pass", "fail": "fail", "skip": "skip", "no reference": "none", "dry run": "dry"}.get(r.verdict, "")
         reference = f"{_fmt(r.reference)} {_esc(r.unit)}" if r.reference is not None else "no published value"
         measured = f"{_fmt(r.measured)} {_esc(r.unit)}" if r.measured is not None else "-"
+        bound = r.bound()
+        threshold = "-" if bound is None else f"{'&le;' if r.lower is None else '&ge;'} {_fmt(bound)} {_esc(r.unit)}"
         parts.append(f"<tr><td>{_esc(r.test)}</td><td>{_esc(r.workload)}</td><td>{_esc(r.point)}</td><td>{_esc(r.figure)}</td>"
-                     f"<td>{measured}</td><td>{reference}</td><td class='{css}'>{_esc(r.verdict)}</td><td>{_esc(r.reason)}</td></tr>")
+                     f"<td>{measured}</td><td>{reference}</td><td>{threshold}</td><td class='{css}'>{_esc(r.verdict)}</td>"
+                     f"<td>{_esc(r.reason)}</td></tr>")
     parts.append("</table>")
+    bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(rows, key=lambda r: r.figure) if r.basis and r.reference)
+    if bases:
+        parts.append("<h2>Where each threshold comes from</h2><ul>"
+                     + "".join(f"<li>{_esc(line)}</li>" for line in bases) + "</ul>")
+    if run.calibration is not None:
+        from pfslab import calibration
+
+        lines = calibration.summary_lines(run.calibration)
+        parts.append(f"<p>{_esc(lines[0])}</p><ul>" + "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
+                     + "</ul><p>The probes and the floors are the kit's policy (reframe/references/policy.yaml, "
+                       "section calibration); the probe figures were measured on this machine, through this lab.</p>")
     derivations = derive.derive(run.lab)
     if derivations:
         parts.append("<h2>Hardware-derived thresholds</h2>")

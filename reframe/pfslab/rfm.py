@@ -8,6 +8,7 @@ or an incomplete output, and compares each figure with the lab's reference.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shlex
@@ -20,11 +21,13 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
+from reframe.utility import typecheck as typ
 
-from pfslab import KIT_ROOT, labs, references, state, workloads
+from pfslab import KIT_ROOT, labs, state, thresholds, workloads
 from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
 from pfslab.results import Operation, ParseError, ParseResult
+from pfslab.runs import HEALTH_FILE
 from pfslab.units import convert, kind_of
 
 #: Unit figures are reported in when a lab has no reference for them.
@@ -78,6 +81,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
     scratch_root = variable(str, value="")
     #: Why the test was skipped: ReFrame's report keeps variables, not skip messages.
     skip_reason = variable(str, value="")
+    #: Per figure, where its threshold comes from (or why it has none), for the verdict.
+    reference_basis = variable(typ.Dict[str, str], value={})
 
     # Set in init: the lab file and the workload of this case.
     lab: dict[str, Any]
@@ -97,7 +102,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         if owner:
             # A seed's workload shape run on this lab (`imports`): `-T imported` leaves them out.
             self.tags |= {"imported", owner}
-        self.time_limit = "2h" if case.mode == "quick" else "48h"
+        self.time_limit = workloads.time_limit(self.lab, self.workload, case.mode)
         self.num_tasks = case.threads
         self.num_tasks_per_node = None
 
@@ -118,6 +123,10 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         clients, inventory = self._clients()
         if inventory is None and not self.is_dry_run():
             self._skip(f"lab {case.lab} is not up; run 'make lab-up LAB={case.lab}'")
+        unhealthy = lab_unhealthy()
+        if unhealthy:
+            self._skip(f"lab unhealthy since {unhealthy['since']}: {unhealthy['detail']}; "
+                       f"'make lab-up' repairs it, then run again")
         fs_type = self.lab["filesystem"]["type"]
         if fs_type not in self.workload.get("filesystems", [fs_type]):
             self._skip(
@@ -187,10 +196,11 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
 
     def _set_references(self) -> None:
         case: workloads.Case = self.case
-        refs = references.load(case.lab)
+        judge = thresholds.for_lab(case.lab)
         table: dict[str, tuple[float, float | None, float | None, str]] = {}
         for op in self._measured():
-            ref = references.lookup(refs, case.workload, op, case.threads, case.mode, case.nodes)
+            ref, why = judge.reference(case.workload, op, case.threads, case.mode, case.nodes)
+            self.reference_basis[op] = why
             if ref is not None:
                 table[op] = (ref.value, ref.lower, ref.upper, ref.unit)
         self.reference = {f"{labs.system_name(case.lab)}:clients": table}
@@ -229,6 +239,11 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         for n, step in enumerate(self.rendered.steps, start=1):
             if step.kind != "run":
                 continue
+            if n not in seen or seen[n] != 0:
+                unhealthy = lab_unhealthy()
+                if unhealthy:
+                    raise SanityError(f"lab unhealthy during the test ({unhealthy['since']}): {unhealthy['detail']}; "
+                                      "the watchdog ended the benchmark")
             if n not in seen:
                 raise SanityError(f"step {n} did not run (see rfm_job.out and rfm_job.err)")
             if seen[n] != 0:
@@ -256,12 +271,34 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             return  # nothing ran: no figures
         case: workloads.Case = self.case
         table = self.reference.get(f"{labs.system_name(case.lab)}:clients", {})
+        judge = thresholds.for_lab(case.lab)
         self.perf_variables = {}
         for op in self._measured():
             native = self.result_units.get(op, "MiB/s")
+            if op not in table:
+                # No stored reference: the lab's calibration judges it, by the probe of
+                # the kind the figure turned out to be (a bandwidth, or a rate).
+                ref, why = judge.reference(case.workload, op, case.threads, case.mode, case.nodes, kind_of(native))
+                self.reference_basis[op] = why
+                if ref is not None:
+                    table[op] = (ref.value, ref.lower, ref.upper, ref.unit)
             unit = table[op][3] if op in table else (native if kind_of(native) != "bandwidth" else DEFAULT_UNITS["bandwidth"])
             value = convert(self.results[op], native, unit)
             self.perf_variables[op] = sn.make_performance_function(_const(value), unit)
+        self.reference = {f"{labs.system_name(case.lab)}:clients": table}
+
+
+def lab_unhealthy() -> dict[str, Any] | None:
+    """What the run's health watchdog recorded, when it found the lab not serving."""
+    run_dir = os.environ.get("PFSLAB_RUN_DIR")
+    if not run_dir:
+        return None
+    path = Path(run_dir, HEALTH_FILE)
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if data.get("state") == "unhealthy" else None
 
 
 def _const(value: float) -> Any:

@@ -10,8 +10,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pfslab import labs, references, state, sweeps, verdict, workloads
+from pfslab import calibration, labs, references, state, sweeps, verdict, workloads
 from pfslab.errors import KitError
+
+
+#: Written into a run directory by the health watchdog when the lab turns unhealthy or degraded.
+HEALTH_FILE = "lab-health.json"
 
 
 class RunError(KitError, ValueError):
@@ -69,13 +73,35 @@ class Run:
                 out[f"{imported}/{w['id']}"] = w["pattern"]
         return out
 
+    @property
+    def machine_id(self) -> str | None:
+        """The fingerprint of the machine the run was made on (``make bench`` records it)."""
+        found = self.provenance.get("machine", {}).get("id")
+        return str(found) if found else None
+
+    @cached_property
+    def lab_state(self) -> dict[str, Any] | None:
+        """What the health watchdog recorded when the lab turned unhealthy or degraded, if it did."""
+        path = self.path / HEALTH_FILE
+        if not path.is_file():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+
+    @cached_property
+    def calibration(self) -> dict[str, Any] | None:
+        return calibration.load(self.path / calibration.FILE_NAME)
+
     def test_rows(self) -> list[verdict.Row]:
         return verdict.rows(self.report)
 
     def rows(self) -> list[verdict.Row]:
         """Per-test rows, then the sweep-level ones (published plateaus, derived limits)."""
         per_test = self.test_rows()
-        return per_test + sweeps.check(per_test, self.lab, self.references, self.mode, self.patterns())
+        return per_test + sweeps.check(per_test, self.lab, self.references, self.mode, self.patterns(), self.machine_id)
+
+    def summary(self) -> dict[str, Any]:
+        return verdict.summary(self.rows(), self.lab_state)
 
 
 def resolve(spec: str | None, lab: str | None = None) -> Run:

@@ -51,18 +51,19 @@ def _row(series: list[Row], label: str, measured: float, unit: str, ref: float, 
 
 
 def check(rows: list[Row], lab: dict[str, Any], refs: list[references.Reference], mode: str,
-          workload_patterns: dict[str, str]) -> list[Row]:
+          workload_patterns: dict[str, str], machine_id: str | None = None) -> list[Row]:
     """Sweep rows: one per sweep reference, or per derived limit where the figure has no reference at all."""
     out: list[Row] = []
     derivations = derive.derive(lab)
     for (_, workload, figure), series in sorted(_points(rows).items()):
-        sweep_refs = references.sweep_references(refs, workload, figure, mode)
+        sweep_refs = references.sweep_references(refs, workload, figure, mode, machine_id)
         for ref in sweep_refs:
             if kind_of(ref.unit) != kind_of(series[0].unit):
                 continue
             measured, how = _measure(series, ref.kind, ref.unit)
             out.append(_row(series, f"{figure} ({ref.kind})", measured, ref.unit, ref.value, ref.lower, ref.upper, how))
-        has_any = sweep_refs or any(r.workload == workload and r.operation == figure for r in refs)
+        has_any = sweep_refs or any(r.workload == workload and r.operation == figure
+                                    and references.applies_here(r, machine_id) for r in refs)
         if has_any or workload_patterns.get(workload) not in SEQUENTIAL or figure not in derivations:
             continue
         derivation = derivations[figure]

@@ -34,6 +34,17 @@ class Row:
     upper: float | None
     verdict: str  # pass | fail | skip | no reference | dry run
     reason: str
+    basis: str = ""  # where the threshold comes from (or why there is none)
+
+    def bound(self) -> float | None:
+        """The value the figure had to reach (or stay under, for times): the verdict's line."""
+        if self.reference is None:
+            return None
+        if self.lower is not None:
+            return self.reference * (1 + self.lower)
+        if self.upper is not None:
+            return self.reference * (1 + self.upper)
+        return None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,17 +101,20 @@ def rows(report: dict[str, Any]) -> list[Row]:
             reason = (tc.get("fail_reason") or "").splitlines()[0] if tc.get("fail_reason") else ""
             out.append(Row(test, workload, threads, point, "-", None, "", None, None, None, "fail", f"{tc.get('fail_phase')}: {reason}"))
             continue
+        bases: dict[str, str] = tc.get("reference_basis") or {}
         for key, value in perf.items():
             figure = key.rsplit(":", 1)[-1]
             measured, ref, lower, upper, unit, outcome = value[:6]
             has_ref = bool(ref)
+            basis = str(bases.get(figure, ""))
             if not has_ref:
-                verdict, reason = "no reference", "no published or baseline value for this figure"
+                verdict, reason = "no reference", basis or "no published or baseline value for this figure"
             elif outcome == "pass":
                 verdict, reason = "pass", ""
             else:
                 verdict, reason = "fail", _bounds_text(ref, lower, upper, unit)
-            out.append(Row(test, workload, threads, point, figure, measured, unit, ref if has_ref else None, lower, upper, verdict, reason))
+            out.append(Row(test, workload, threads, point, figure, measured, unit, ref if has_ref else None, lower,
+                           upper, verdict, reason, basis))
     return out
 
 
@@ -119,37 +133,62 @@ def _fmt(value: float | None) -> str:
     return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
 
 
-def table(run_rows: list[Row]) -> str:
-    headers = ["test", "workload", "threads", "figure", "measured", "reference", "verdict"]
+def _threshold_text(r: Row) -> str:
+    bound = r.bound()
+    if bound is None:
+        return "-"
+    return f"{'<=' if r.lower is None else '>='} {_fmt(bound)} {r.unit}"
+
+
+def table(run_rows: list[Row], lab_state: dict[str, Any] | None = None, notes: list[str] | None = None) -> str:
+    """The verdict as text: one line per figure, where each threshold comes from, the summary."""
+    headers = ["test", "workload", "threads", "figure", "measured", "threshold", "verdict"]
     lines = [headers]
     for r in sorted(run_rows, key=lambda r: (r.test, r.workload, r.threads or 0, r.figure)):
         measured = f"{_fmt(r.measured)} {r.unit}".strip() if r.measured is not None else "-"
-        reference = f"{_fmt(r.reference)} {r.unit}" if r.reference is not None else "-"
         verdict = r.verdict if not r.reason or r.verdict == "no reference" else f"{r.verdict}: {r.reason}"
-        lines.append([r.test, r.workload, r.point, r.figure, measured, reference, verdict])
+        lines.append([r.test, r.workload, r.point, r.figure, measured, _threshold_text(r), verdict])
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers) - 1)]
     text = []
     for line in lines:
         cells = [cell.ljust(width) for cell, width in zip(line, widths)]
         text.append("  ".join(cells + [line[-1]]).rstrip())
-    counts = summary(run_rows)
+    bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(run_rows, key=lambda r: r.figure)
+                          if r.basis and r.reference is not None)
+    unjudged = dict.fromkeys(f"{r.figure}: {r.reason}" for r in sorted(run_rows, key=lambda r: r.figure)
+                             if r.verdict == "no reference")
+    if bases:
+        text.append("thresholds:")
+        text.extend(f"  {line}" for line in bases)
+    if unjudged:
+        text.append("without threshold:")
+        text.extend(f"  {line}" for line in unjudged)
+    text.extend(notes or [])
+    counts = summary(run_rows, lab_state)
+    health = f"; {counts['health']}" if counts.get("health") else ""
     text.append(
         f"verdict: {counts['overall'].upper()}  "
         f"({counts['pass']} pass, {counts['fail']} fail, {counts['skip']} skipped, "
-        f"{counts['no reference']} without reference)"
+        f"{counts['no reference']} without reference{health})"
     )
     return "\n".join(text)
 
 
-def summary(run_rows: list[Row]) -> dict[str, Any]:
+def summary(run_rows: list[Row], lab_state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Counts and the overall verdict. A lab that was unhealthy or degraded during the
+    run (``lab_state``, what the watchdog recorded) fails the run whatever its figures."""
     counts: dict[str, Any] = {
         k: sum(1 for r in run_rows if r.verdict == k) for k in ("pass", "fail", "skip", "no reference", "dry run")
     }
-    if counts["fail"]:
+    health = ""
+    if lab_state and lab_state.get("state") in ("unhealthy", "degraded"):
+        health = f"lab {lab_state['state']} during the run: {lab_state.get('detail', '?')}"
+    if counts["fail"] or health:
         overall = "fail"
     elif counts["pass"]:
         overall = "pass"
     else:
         overall = "no verdict"  # nothing ran, or nothing had a reference
     counts["overall"] = overall
+    counts["health"] = health
     return counts

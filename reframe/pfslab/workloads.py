@@ -109,6 +109,15 @@ def sweep(workload: dict[str, Any], mode: str) -> list[tuple[int, int | None]]:
     ]
 
 
+def time_limit(lab: dict[str, Any], workload: dict[str, Any], mode: str) -> str:
+    """The longest a test of this workload may run in ``mode``: the workload's own, the
+    lab's, else the schema's default."""
+    for limits in (workload.get("time_limit", {}), lab.get("benchmark", {}).get("time_limit", {})):
+        if mode in limits:
+            return str(limits[mode])
+    return str(labs.schema_default("time_limits", mode))
+
+
 def iterations_for(workload: dict[str, Any], mode: str) -> int:
     return int(_quick_or_full(workload, "iterations", mode) or 1)
 
@@ -241,7 +250,11 @@ def _mpirun(line: str, np: int, hostfile: str) -> str:
 
 def render(lab: dict[str, Any], case: Case, ctx: Context) -> Rendered:
     """The steps of one case (repeated for each iteration) and the files they need."""
-    workload = find(lab, case.workload)
+    return render_workload(lab, find(lab, case.workload), case, ctx)
+
+
+def render_workload(lab: dict[str, Any], workload: dict[str, Any], case: Case, ctx: Context) -> Rendered:
+    """:func:`render` for a workload that is not in the lab file (a calibration probe)."""
     sizes = sizes_for(workload, case.mode)
     if case.nodes is not None and case.nodes > len(ctx.clients):
         raise WorkloadError(

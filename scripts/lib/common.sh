@@ -61,7 +61,13 @@ stop_pidfile() {
     if kill -0 "$pid" 2>/dev/null; then
       log "pid $pid ($(basename "$pidfile")) ignored TERM for ${grace}s; killing it"
       kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+      waited=0
+      # A process in an uninterruptible wait dies only when the wait ends: do not hang on it.
+      while kill -0 "$pid" 2>/dev/null && ((waited < 100)); do
+        sleep 0.05
+        waited=$((waited + 1))
+      done
+      kill -0 "$pid" 2>/dev/null && log "pid $pid ($(basename "$pidfile")) is still dying (an uninterruptible wait); going on"
     fi
   fi
   rm -f "$pidfile"
@@ -81,4 +87,66 @@ wait_for() {
   done
 }
 
-is_mounted() { findmnt -rn --mountpoint "$1" >/dev/null 2>&1; }
+# True when something is mounted at $1. Read from mountinfo, not by looking at the
+# path: looking at a hung FUSE mount would hang the caller. (PFSLAB_MOUNTS names a
+# file of "TARGET ..." lines to read instead: the role tests' stand-in mount table.)
+is_mounted() {
+  if [[ -n ${PFSLAB_MOUNTS:-} ]]; then
+    awk -v t="$1" '$1 == t {found = 1} END {exit !found}' "$PFSLAB_MOUNTS" 2>/dev/null
+  else
+    awk -v t="$1" '$5 == t {found = 1} END {exit !found}' /proc/self/mountinfo
+  fi
+}
+
+# The fusectl connection id of the FUSE mount at $1 (empty when it is not FUSE).
+fuse_connection() {
+  awk -v t="$1" '$5 == t { for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) ~ /^fuse/) { split($3, d, ":"); print d[2] } ; break } }' \
+    /proc/self/mountinfo | head -n 1
+}
+
+# Abort a FUSE connection: every request waiting on it fails at once, so nothing stays
+# stuck on a daemon that no longer answers. fusectl is mounted for this if it is not.
+fuse_abort() {
+  local id=$1 ctl=/sys/fs/fuse/connections mounted=""
+  if [[ ! -e $ctl/$id/abort ]] && ! is_mounted "$ctl"; then
+    mount -t fusectl fusectl "$ctl" 2>/dev/null && mounted=1
+  fi
+  [[ -e $ctl/$id/abort ]] && echo 1 >"$ctl/$id/abort"
+  if [[ -n $mounted ]]; then umount "$ctl" 2>/dev/null || true; fi
+}
+
+# Run a command, waiting at most $1 seconds for it; 124 when it did not finish. Unlike
+# timeout(1), it never waits on a process that cannot die (a process stuck in a FUSE
+# request ignores SIGKILL until the request ends): that one is left to finish later.
+bounded() {
+  local seconds=$1 pid waited=0
+  shift
+  "$@" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if ((waited >= seconds * 10)); then
+      kill -KILL "$pid" 2>/dev/null || true
+      return 124
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  wait "$pid"
+}
+
+# Unmount $1 within about $2 seconds (default 10) whatever the file system's state:
+# a plain unmount first; if it does not finish or fails, the FUSE connection is aborted
+# (for FUSE mounts) and the mount detached lazily. Says what it had to force.
+unmount_bounded() {
+  local target=$1 grace=${2:-10} conn
+  is_mounted "$target" || return 0
+  conn=$(fuse_connection "$target")
+  bounded "$grace" umount -c "$target" 2>/dev/null && return 0
+  if [[ -n $conn ]]; then
+    log "forced: $target did not unmount in ${grace}s; aborting its FUSE connection $conn"
+    fuse_abort "$conn"
+  fi
+  bounded "$grace" umount -c "$target" 2>/dev/null && return 0
+  log "forced: detaching $target lazily"
+  bounded "$grace" umount -l -c "$target"
+}

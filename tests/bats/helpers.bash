@@ -103,10 +103,12 @@ node_config() {
 }
 
 # Run a role in the sandbox: role CONFIG FAMILY ACTION COMPONENT
+# Run a role script in the sandbox: only the shims and safe tools on PATH, and the
+# stand-in mount table (PFSLAB_MOUNTS, read by is_mounted) instead of mountinfo.
 role() {
   local config=$1 family=$2
   shift 2
-  run /usr/bin/env -i PATH="$SHIMS:$SAFE" HOME="$BATS_TEST_TMPDIR" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" \
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" HOME="$BATS_TEST_TMPDIR" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_MOUNTS="$SHIM_STATE/mounts" \
     PFSLAB_NODE_CONFIG="$config" PFSLAB_SYSROOT="$ROOT" ${ROLE_ENV[@]+"${ROLE_ENV[@]}"} \
     "$KIT/scripts/roles/$family" "$@"
 }

@@ -148,8 +148,7 @@ ceph-mds -c $CONF -i mon0 --pid-file $N/run/ceph-mds.mon0.pid --admin-socket $N/
   paths cli0
   role "$cfg" ceph up client
   assert_success
-  assert_equal "$(calls)" "findmnt -rn --mountpoint $N/mnt
-$CLI mds stat
+  assert_equal "$(calls)" "$CLI mds stat
 ceph-fuse -c $CONF -n client.admin -k $ADMIN --pid_file $N/run/ceph-fuse.pid --admin-socket $N/run/ceph-fuse.asok --log-file $N/log/ceph-fuse.log $N/mnt"
   : >"$N/mnt/stray"
   rm -f "$SHIM_STATE/mounts"
@@ -163,10 +162,10 @@ ceph-fuse -c $CONF -n client.admin -k $ADMIN --pid_file $N/run/ceph-fuse.pid --a
   cfg=$(node_config ceph.json mon0 mon 0 10.99.0.10 ceph-mon)
   role "$cfg" ceph configure rgw
   assert_failure 2
-  assert_output "[ceph:rgw@mon0] error: component 'rgw' is not one of mon, mgr, osd, mds, client, cluster (usage: ceph ACTION COMPONENT)"
+  assert_output "[ceph:rgw@mon0] error: component 'rgw' is not one of mon, mgr, osd, mds, client, cluster, service (usage: ceph ACTION COMPONENT)"
   role "$cfg" ceph restart mon
   assert_failure 2
-  assert_output "[ceph:mon@mon0] error: action 'restart' is not one of install, configure, start, up, stop, health"
+  assert_output "[ceph:mon@mon0] error: action 'restart' is not one of install, configure, start, up, stop, health, essential"
   role "$cfg" ceph start cluster
   assert_failure 2
   assert_output "[ceph:cluster@mon0] error: component 'cluster' only has the action health"

@@ -46,8 +46,10 @@ def test_figures_without_references_give_no_verdict_not_a_pass() -> None:
 def test_the_table_has_one_line_per_figure_and_a_summary() -> None:
     text = verdict.table(rows_of("local-mixed-verdicts"))
     lines = text.splitlines()
-    assert lines[0].split() == ["test", "workload", "threads", "figure", "measured", "reference", "verdict"]
-    assert len(lines) == 1 + 5 + 1
+    assert lines[0].split() == ["test", "workload", "threads", "figure", "measured", "threshold", "verdict"]
+    assert len(lines) == 1 + 5 + 1 + 2 + 1  # header, rows, "without threshold:" and a line per figure, summary
+    assert lines[6:9] == ["without threshold:", "  read: no published or baseline value for this figure",
+                          "  read_iops: no published or baseline value for this figure"]
     assert lines[-1] == "verdict: FAIL  (1 pass, 1 fail, 1 skipped, 2 without reference)"
 
 

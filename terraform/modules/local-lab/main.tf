@@ -144,6 +144,7 @@ module "phase4" {
 resource "terraform_data" "head_mount" {
   depends_on = [module.phase4]
   input = {
+    kit    = var.kit_root
     source = var.nodes[var.head_client].paths.mount
     target = var.mount_path
   }
@@ -153,7 +154,8 @@ resource "terraform_data" "head_mount" {
   }
 
   provisioner "local-exec" {
-    when    = destroy
-    command = "! findmnt -rn --mountpoint '${self.input.target}' >/dev/null || umount '${self.input.target}' || umount -l '${self.input.target}'"
+    when = destroy
+    # A lab made by a kit older than this input (no "kit") still comes down, lazily.
+    command = lookup(self.input, "kit", "") != "" ? "'${lookup(self.input, "kit", "")}/scripts/local/unmount' '${self.input.target}'" : "umount -l '${self.input.target}'"
   }
 }

@@ -1,0 +1,306 @@
+"""Thresholds a lab derives on the spot, from the machine it runs on.
+
+A lab with no published numbers (the embedded local lab, a user's new hardware) is
+judged against what it showed it can do when it was known healthy: right after
+``make lab-up`` the kit runs short fio probes through one client of the lab
+(sequential 1 MiB write and read, random 4 KiB write and read, file create, stat and
+remove), a few rounds each, and keeps the median of every figure. A benchmark's
+figure then passes when it reaches a stated fraction (its *floor*) of the probe of
+the same kind. Both the probes and the floors are written once, in
+``reframe/references/policy.yaml`` (section ``calibration``), with the reason for
+each floor; the probe figures live with the lab (``build/<lab>/calibration.json``)
+and are copied into every run, so a verdict shows its whole derivation and a report
+is rebuilt from the run directory alone.
+
+No figure measured on another machine enters: the probes run on the user's own
+machine, through the user's own lab.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import uuid
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pfslab import labs, machine, state, workloads
+from pfslab.errors import KitError
+from pfslab.references import POLICY_PATH, Reference
+from pfslab.units import convert, kind_of
+
+FILE_NAME = "calibration.json"
+
+
+class CalibrationError(KitError, RuntimeError):
+    """The calibration cannot run or its file is unusable; the message says why."""
+
+
+@dataclass(frozen=True)
+class ProbeStep:
+    args: str  # fio arguments; {dir} is the probe's directory in the file system
+    gives: dict[str, str]  # calibration figure -> the fio operation it is read from
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One or more fio runs in one directory (file stat and remove need the files created before)."""
+
+    id: str
+    steps: tuple[ProbeStep, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    figure: str  # a workload's figure (write, read_iops, file_creation ...)
+    probe: str
+    probe_figure: str | None  # None: the probe's figure of the same kind (bandwidth or rate)
+    floor: float  # fraction of the probe figure the benchmark figure must reach
+
+
+@lru_cache(maxsize=1)
+def policy() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(POLICY_PATH.read_text())["calibration"]
+    return data
+
+
+def probes() -> list[Probe]:
+    return [Probe(str(p["id"]), tuple(ProbeStep(str(step["args"]), {str(k): str(v) for k, v in step["gives"].items()})
+                                      for step in p["steps"]))
+            for p in policy()["probes"]]
+
+
+def rules() -> dict[str, Rule]:
+    """Figure -> the probe (figure) that judges it and its floor."""
+    out: dict[str, Rule] = {}
+    for group in policy()["floors"]:
+        probe, _, probe_figure = str(group["probe"]).partition(".")
+        for figure in group["figures"]:
+            out[str(figure)] = Rule(str(figure), probe, probe_figure or None, float(group["floor"]))
+    return out
+
+
+def unjudged() -> dict[str, str]:
+    """Figures the calibration deliberately does not judge, with the reason."""
+    return {str(figure): str(group["why"]).strip() for group in policy().get("unjudged", []) for figure in group["figures"]}
+
+
+def _probe_entry(calibration: dict[str, Any], rule: Rule, kind: str | None) -> tuple[str, dict[str, Any]] | None:
+    """The probe figure a rule reads: the one it names, else the one of the measured kind."""
+    figures: dict[str, Any] = calibration["probes"].get(rule.probe, {})
+    if rule.probe_figure is not None:
+        entry = figures.get(rule.probe_figure)
+        return (rule.probe_figure, entry) if entry is not None else None
+    for name, entry in figures.items():
+        if kind is None or kind_of(str(entry["unit"])) == kind:
+            return name, entry
+    return None
+
+
+def rounds() -> int:
+    return int(policy().get("rounds", 3))
+
+
+def path_for(lab: str) -> Path:
+    return state.BUILD_DIR / lab / FILE_NAME
+
+
+def wanted(lab: dict[str, Any]) -> bool:
+    """Does this lab judge its figures by calibration (lab file: ``benchmark.calibrate``)?"""
+    return bool(lab.get("benchmark", {}).get("calibrate", False))
+
+
+# ---- running the probes ------------------------------------------------------------------
+
+def _probe_workload(probe: Probe) -> dict[str, Any]:
+    return {"id": f"calibration/{probe.id}", "tool": "fio", "pattern": "random",
+            "steps": [{"args": step.args, "measures": sorted(set(step.gives.values()))} for step in probe.steps]}
+
+
+def run(lab_name: str, say: Any = print) -> dict[str, Any]:
+    """Run every probe ``rounds()`` times through the lab's first client; write and return the calibration."""
+    lab = labs.load(lab_name)
+    inventory = state.inventory(lab_name)
+    if inventory is None:
+        raise CalibrationError(f"lab {lab_name} is not up; run 'make lab-up LAB={lab_name}'")
+    from shutil import which
+
+    from pfslab.rfm_paths import tool_search_path
+
+    fio = which("fio", path=tool_search_path())
+    if fio is None:
+        raise CalibrationError("fio is not installed (the calibration probes are fio runs); run 'make deps'")
+    client = inventory["clients"][0]
+    out_dir = state.BUILD_DIR / lab_name / "calibration"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    mount = lab["filesystem"]["mount"]
+    scratch_root = f"{mount}/{lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}"
+    samples: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    started = time.time()
+    from pfslab import handrun
+
+    total = rounds()
+    for round_no in range(1, total + 1):
+        scratch = f"{scratch_root}/calibration-{uuid.uuid4().hex[:8]}"
+        try:
+            for probe in probes():
+                case = workloads.Case(lab_name, f"calibration/{probe.id}", 1, "quick")
+                per_step = handrun.run_case(lab, _probe_workload(probe), case, inventory,
+                                            work_dir=out_dir / f"r{round_no}" / probe.id,
+                                            scratch_dir=f"{scratch}/{probe.id}", tool_path=fio,
+                                            client_names=[client], timeout_s=120)
+                shown = []
+                for step, figures in zip(probe.steps, per_step):
+                    for name, op in step.gives.items():
+                        samples.setdefault((probe.id, name), []).append(figures[op])
+                        shown.append(f"{name} {figures[op][0]:.4g} {figures[op][1]}")
+                say(f"calibration round {round_no}/{total}: {probe.id}: {', '.join(shown)}")
+        finally:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+    facts = machine.facts_for(lab)
+    result: dict[str, Any] = {
+        "lab": lab_name,
+        "client": client,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "seconds": round(time.time() - started, 1),
+        "rounds": total,
+        "machine": {"id": machine.fingerprint(facts), "facts": facts, "description": machine.describe(facts)},
+        "probes": {},
+    }
+    for (probe_id, name), found in sorted(samples.items()):
+        unit = found[0][1]
+        values = [convert(v, u, unit) for v, u in found]
+        result["probes"].setdefault(probe_id, {})[name] = {
+            "value": statistics.median(values), "unit": unit, "samples": values,
+        }
+    path_for(lab_name).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def check(lab_name: str, say: Any = print) -> str | None:
+    """Before a run: the lab's quick probes once more, against their own calibration.
+
+    Returns None when the lab still performs above the floors it is judged by, else one
+    line naming the probe, what it measured now and at lab-up. A lab that crawls (a
+    starved daemon, a failing drive) then fails at once, instead of running every test
+    at a fraction of its speed for hours to reach the same verdict.
+    """
+    calibration = load(path_for(lab_name))
+    if calibration is None:
+        return None
+    lab = labs.load(lab_name)
+    inventory = state.inventory(lab_name)
+    if inventory is None:
+        raise CalibrationError(f"lab {lab_name} is not up; run 'make lab-up LAB={lab_name}'")
+    from shutil import rmtree, which
+
+    from pfslab import handrun
+    from pfslab.rfm_paths import tool_search_path
+
+    fio = which("fio", path=tool_search_path()) or "fio"
+    wanted_ids = [str(i) for i in policy().get("check", [])]
+    mount = lab["filesystem"]["mount"]
+    scratch = f"{mount}/{lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}/check-{uuid.uuid4().hex[:8]}"
+    out_dir = state.BUILD_DIR / lab_name / "calibration" / "check"
+    floors = {r.probe: r.floor for r in rules().values()}
+    try:
+        for probe in (p for p in probes() if p.id in wanted_ids):
+            case = workloads.Case(lab_name, f"calibration/{probe.id}", 1, "quick")
+            per_step = handrun.run_case(lab, _probe_workload(probe), case, inventory, work_dir=out_dir / probe.id,
+                                        scratch_dir=f"{scratch}/{probe.id}", tool_path=fio,
+                                        client_names=[calibration["client"]], timeout_s=60)
+            for step, figures in zip(probe.steps, per_step):
+                for name, op in step.gives.items():
+                    then = calibration["probes"].get(probe.id, {}).get(name)
+                    if then is None:
+                        continue
+                    unit = str(then["unit"])
+                    shown = "MiB/s" if kind_of(unit) == "bandwidth" else unit
+                    now = convert(figures[op][0], figures[op][1], shown)
+                    at_up = convert(float(then["value"]), unit, shown)
+                    floor = floors[probe.id]
+                    ratio = now / at_up
+                    say(f"pre-run check: {probe.id} {name} {_fmt(now)} {shown}, {ratio:.0%} of its lab-up calibration")
+                    if ratio < floor:
+                        return (f"it performs at {ratio:.0%} of its lab-up calibration, below the {floor:.0%} floor "
+                                f"(pre-run {probe.id} {name}: {_fmt(now)} {shown} now, {_fmt(at_up)} at lab-up)")
+    except KitError as err:
+        return f"the pre-run check probe failed: {err}"
+    finally:
+        rmtree(scratch, ignore_errors=True)
+    return None
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    """A calibration file, or None when there is none."""
+    if not path.is_file():
+        return None
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise CalibrationError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(data.get("probes"), dict):
+        raise CalibrationError(f"{path} has no probes; run 'make calibrate' again")
+    return data
+
+
+# ---- thresholds -----------------------------------------------------------------------------
+
+def threshold(calibration: dict[str, Any] | None, figure: str, kind: str | None = None) -> Reference | None:
+    """The calibrated reference for a figure measured as ``kind`` (bandwidth or rate),
+    or None when no probe judges it.
+
+    The reference value is the probe's figure (what the lab showed it can do) and its
+    lower bound the floor. Bandwidths are stated in MiB/s, IOPS figures in IOPS and
+    other rates in ops/s. Completion times have no probe: None.
+    """
+    if calibration is None or kind == "time":
+        return None
+    rule = rules().get(figure)
+    if rule is None:
+        return None
+    found = _probe_entry(calibration, rule, kind)
+    if found is None:
+        return None
+    probe_figure, probe = found
+    probe_unit = str(probe["unit"])
+    if kind_of(probe_unit) == "bandwidth":
+        unit = "MiB/s"
+    else:
+        unit = "IOPS" if figure.endswith("_iops") else "ops/s"
+    value = convert(float(probe["value"]), probe_unit, unit)
+    basis = (f"calibrated on this machine: floor {rule.floor:.0%} of the lab's own {rule.probe} probe "
+             f"({_fmt(value)} {unit} {probe_figure} at lab-up) = {_fmt(value * rule.floor)} {unit}")
+    return Reference(
+        workload="*", operation=figure, threads=None, nodes=None, value=value, unit=unit, kind="calibrated",
+        mode=None, lower=rule.floor - 1.0, upper=None,
+        source={"document": "make lab-up (calibration)", "where": basis}, noise=None,
+    )
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def summary_lines(calibration: dict[str, Any]) -> list[str]:
+    """The calibration as a reader wants it under a verdict: machine, then each probe figure."""
+    lines = [f"thresholds calibrated on this machine at lab-up ({calibration.get('measured_at')}, "
+             f"{calibration.get('rounds')} rounds through client {calibration.get('client')}; "
+             f"machine: {calibration.get('machine', {}).get('description', '?')}):"]
+    for probe_id, figures in calibration.get("probes", {}).items():
+        shown_figures = []
+        for name, entry in figures.items():
+            unit = str(entry["unit"])
+            shown = "MiB/s" if kind_of(unit) == "bandwidth" else unit
+            samples = ", ".join(_fmt(convert(float(v), unit, shown)) for v in entry.get("samples", []))
+            shown_figures.append(f"{name} {_fmt(convert(float(entry['value']), unit, shown))} {shown} (of {samples})")
+        judged = sorted(r.figure for r in rules().values() if r.probe == probe_id)
+        lines.append(f"  {probe_id}: {'; '.join(shown_figures)}; judges {', '.join(judged) or 'nothing'}")
+    return lines

@@ -1,0 +1,91 @@
+"""Run one rendered case directly, outside ReFrame, as an engineer would type it.
+
+The calibration probes (:mod:`pfslab.calibration`) and the overhead comparison
+(:mod:`pfslab.overhead`) both need a workload's exact command, launched the way the
+lab launches it (its mpirun line, rsh agent and environment), with the figures read
+by the kit's own parsers. This is that one path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pfslab import workloads
+from pfslab.errors import KitError
+from pfslab.parsers import parse_text
+from pfslab.units import convert
+
+
+class HandRunError(KitError, RuntimeError):
+    """A command run by hand failed or printed no figures; the message says which and why."""
+
+
+def clients(inventory: dict[str, Any]) -> list[workloads.Client]:
+    address = {n["name"]: n["address"] for n in inventory["nodes"]}
+    return [workloads.Client(c, address[c]) for c in inventory["clients"]]
+
+
+def run_case(
+    lab: dict[str, Any],
+    workload: dict[str, Any],
+    case: workloads.Case,
+    inventory: dict[str, Any],
+    *,
+    work_dir: Path,
+    scratch_dir: str,
+    tool_path: str,
+    client_names: list[str] | None = None,
+    timeout_s: float = 300.0,
+) -> list[dict[str, tuple[float, str]]]:
+    """Run every step of ``case`` once; return, per measuring step, each figure as (value, unit).
+
+    Outputs stay in ``work_dir`` (the caller keeps or removes it); ``scratch_dir``
+    inside the file system is removed afterwards. A step that exits non-zero, hangs
+    past ``timeout_s`` or prints no figure is an error, never a number.
+    """
+    launcher: dict[str, Any] = inventory.get("launcher", {})
+    chosen = [c for c in clients(inventory) if client_names is None or c.name in client_names]
+    ctx = workloads.Context(clients=chosen, scratch_dir=scratch_dir, work_dir=str(work_dir), tool_path=tool_path,
+                            iozone_master=launcher.get("master_address"),
+                            hostfile_slots=lab.get("launcher", {}).get("hostfile_slots", True))
+    rendered = workloads.render_workload(lab, workload, case, ctx)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    for name, content in rendered.files.items():
+        (work_dir / name).write_text(content)
+    env = dict(os.environ, **launcher.get("env", {}))
+    per_step: list[dict[str, tuple[float, str]]] = []
+    os.makedirs(scratch_dir, exist_ok=True)
+    try:
+        for n, step in enumerate(rendered.steps, start=1):
+            if step.kind != "run":
+                continue
+            log = work_dir / f"step{n}.log"
+            try:
+                out = subprocess.run(["bash", "-c", step.command], capture_output=True, text=True, env=env,
+                                     cwd=work_dir, check=False, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise HandRunError(f"{case.workload}: step {n} did not finish in {timeout_s:.0f} s: {step.command}") from None
+            log.write_text(out.stdout + out.stderr)
+            if out.returncode != 0:
+                tail = (out.stdout + out.stderr).strip().splitlines()[-1:] or ["no output"]
+                raise HandRunError(f"{case.workload}: step {n} exited with status {out.returncode} ({tail[0]}); see {log}")
+            if step.prepare:
+                continue
+            outputs = sorted(work_dir.glob(Path(step.output).name)) if "*" in step.output else []
+            texts = [p.read_text() for p in outputs] if outputs else [out.stdout]
+            figures: dict[str, tuple[float, str]] = {}
+            for op in step.measures:
+                total, unit = 0.0, ""
+                for text in texts:
+                    figure = parse_text(str(workload["tool"]), text).operation(op)
+                    unit = unit or figure.unit
+                    total += convert(figure.mean, figure.unit, unit)
+                figures[op] = (total, unit)
+            per_step.append(figures)
+    finally:
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+    return per_step
