@@ -13,7 +13,7 @@ class NoLabUp(rfm.RunOnlyRegressionTest):
     valid_systems = [NO_LAB]
     valid_prog_environs = ["pfslab"]
     executable = "echo"
-    executable_opts = ["no lab is up: run 'make lab-up' (LAB=local by default), then run again"]
+    executable_opts = ['"no lab is up: run make lab-up (LAB=local by default), then run again"']
     tags = {"pfslab"}
 
     @sanity_function

@@ -158,7 +158,10 @@ def run(lab_name: str, say: Any = print) -> dict[str, Any]:
                 for step, figures in zip(probe.steps, per_step):
                     for name, op in step.gives.items():
                         samples.setdefault((probe.id, name), []).append(figures[op])
-                        shown.append(f"{name} {figures[op][0]:.4g} {figures[op][1]}")
+                        value, unit = figures[op]
+                        if kind_of(unit) == "bandwidth":
+                            value, unit = convert(value, unit, "MiB/s"), "MiB/s"
+                        shown.append(f"{name} {value:.4g} {unit}")
                 say(f"calibration round {round_no}/{total}: {probe.id}: {', '.join(shown)}")
         finally:
             import shutil

@@ -55,6 +55,27 @@ def _x(points: list[str]) -> dict[str, float]:
     return {p: float(i) for i, p in enumerate(points)}
 
 
+def _draw_floor(ax: Any, curve: Curve, xs: dict[str, float], c: str) -> None:
+    """The bound each point had to meet, and the zone it had to stay out of, shaded:
+    below a floor, above a ceiling. One bound for the whole sweep (a calibrated floor)
+    spans the plot; bounds that differ per point follow the points."""
+    fy = [v for _, v in curve.floor]
+    word = "ceiling" if curve.floor_is_ceiling else "floor"
+    label = f"{curve.figure} {word} (verdict) {fy[0]:.4g}" if len(set(fy)) == 1 else f"{curve.figure} {word} (verdict)"
+    style = (0, (4, 2, 1, 2))
+    if len(set(fy)) == 1:
+        ax.axhline(fy[0], color=c, linestyle=style, linewidth=1.3, alpha=0.95, label=label)
+        if curve.floor_is_ceiling:
+            ax.axhspan(fy[0], fy[0] * 50, color=c, alpha=0.07)
+        else:
+            ax.axhspan(0, fy[0], color=c, alpha=0.07)
+        return
+    fx = [xs[p] for p, _ in curve.floor]
+    ax.plot(fx, fy, linestyle=style, marker="_", markersize=14, color=c, linewidth=1.3, alpha=0.95, label=label)
+    edge = max(fy) * 50 if curve.floor_is_ceiling else 0.0
+    ax.fill_between(fx, fy, [edge] * len(fy), color=c, alpha=0.07)
+
+
 TITLE_WIDTH = 90  # characters per title line at the figure's width and font size
 
 
@@ -77,6 +98,14 @@ def _fit_y(ax: Any, chart: Chart) -> None:
 
 
 def draw(chart: Chart, path: Path) -> Path:
+    fig = figure(chart)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def figure(chart: Chart) -> Any:
+    """The chart as a matplotlib figure, laid out (``draw`` saves it)."""
     lines = wrap_title(chart.title).count("\n") + 1
     fig, ax = plt.subplots(figsize=(8.0, 4.4 + 0.2 * lines), dpi=110)
     xs = _x(chart.points)
@@ -93,14 +122,7 @@ def draw(chart: Chart, path: Path) -> Path:
             ax.axhline(value, color=c, linestyle=style, linewidth=1.4, alpha=0.9,
                        label=f"{curve.figure} {label} {value:.4g}")
         if curve.floor:
-            fx = [xs[p] for p, _ in curve.floor]
-            fy = [v for _, v in curve.floor]
-            word = "ceiling" if curve.floor_is_ceiling else "floor"
-            ax.plot(fx, fy, linestyle=(0, (4, 2, 1, 2)), color=c, linewidth=1.2, alpha=0.9,
-                    label=f"{curve.figure} {word} (verdict)")
-            # The zone the figure had to stay out of, shaded: below a floor, above a ceiling.
-            edge = max(fy) * 50 if curve.floor_is_ceiling else 0.0
-            ax.fill_between(fx, fy, [edge] * len(fy), color=c, alpha=0.07, step=None)
+            _draw_floor(ax, curve, xs, c)
     if numeric:
         ax.set_xscale("log", base=2)
         ax.set_xticks([xs[p] for p in chart.points])
@@ -120,6 +142,4 @@ def draw(chart: Chart, path: Path) -> Path:
     if any(c.measured or c.reference or c.lines for c in chart.curves):
         ax.legend(fontsize=7, loc="best", ncol=2 if sum(len(c.lines) for c in chart.curves) > 3 else 1)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return fig

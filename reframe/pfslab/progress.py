@@ -21,6 +21,8 @@ _TOTAL = re.compile(r"^\[=+\] Running (\d+) check")
 _RUN = re.compile(r"^\[ RUN +\] (\S+) %case=(\S+)")
 _DONE = re.compile(r"^\[ +(OK|FAIL|SKIP|ERROR) +\] \( *(\d+)/(\d+)\) (\S+) %case=(\S+)[^\[]*(?:\[(.*)\])?")
 _PERF = re.compile(r"^P: (\S+): (\S+ \S+)")
+#: ReFrame colours a failed figure even under --nocolor.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _WORDS = {"OK": "ok", "FAIL": "FAIL", "SKIP": "skip", "ERROR": "ERROR"}
 
 
@@ -52,6 +54,7 @@ class Progress:
         """Progress lines for one line of ReFrame output (often none)."""
         out: list[str] = []
         now = self.clock()
+        line = _ANSI.sub("", line)
         perf = _PERF.match(line)
         if perf and self.pending:
             value, _, unit = perf.group(2).partition(" ")

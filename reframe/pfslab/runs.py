@@ -100,9 +100,6 @@ class Run:
         per_test = self.test_rows()
         return per_test + sweeps.check(per_test, self.lab, self.references, self.mode, self.patterns(), self.machine_id)
 
-    def summary(self) -> dict[str, Any]:
-        return verdict.summary(self.rows(), self.lab_state)
-
 
 def resolve(spec: str | None, lab: str | None = None) -> Run:
     """A run from a path, a ``<lab>/<timestamp>`` id, or the newest run (of ``lab``, else of any lab)."""

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pfslab import calibration, labs, machine, references, state
+from pfslab import calibration, labs, machine, references
 
 
 @dataclass
@@ -80,7 +80,3 @@ def for_lab(lab_name: str) -> Judge:
     stamps = tuple(p.stat().st_mtime_ns if p.is_file() else 0 for p in files)
     return _judge(lab_name, run_dir, stamps)
 
-
-def active_machine_id() -> str | None:
-    name = state.active_lab()
-    return machine_id_for(labs.load(name)) if name else None

@@ -131,3 +131,26 @@ derive_lab() {
   assert_output --partial "unknown lab 'nope'; labs that exist:"
   assert_nothing_built nope
 }
+
+@test "reframe -c reframe/ -r with no lab up fails and says which lab to bring up" {
+  run env PFSLAB_ROOT="$KIT" RFM_CONFIG_FILES="$KIT/reframe/config/pfslab.py" \
+    "$REPO/.venv/bin/reframe" -c "$KIT/reframe/" -r --nocolor
+  assert_failure
+  assert_output --partial "no lab is up: run 'make lab-up' first"
+  refute_output --partial "Ran 0/0"
+}
+
+@test "reframe --dry-run --system <seed lab> writes that lab's job script with no lab up" {
+  run env PFSLAB_ROOT="$KIT" RFM_CONFIG_FILES="$KIT/reframe/config/pfslab.py" \
+    "$REPO/.venv/bin/reframe" -c "$KIT/reframe/" --dry-run --system pixstor-capex --nocolor \
+    -n 'IOR%case=pixstor-capex/ior-n1/16$'
+  assert_success
+  assert_output --partial "Ran 1/1 test case(s)"
+  run find "$KIT/build/runs" -name rfm_job.sh -path '*pixstor-capex*'
+  assert_output --regexp "rfm_job.sh$"
+}
+
+@test "the kit's activate script points ReFrame at the kit whether or not a lab is up" {
+  run grep -E "^export RFM_CONFIG_FILES='$REPO/reframe/config/pfslab.py'$" "$REPO/.venv/bin/activate"
+  assert_success
+}

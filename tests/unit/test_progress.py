@@ -87,3 +87,14 @@ def test_follow_keeps_every_line_and_shows_a_line_as_it_arrives() -> None:
     assert kept.getvalue() == "".join(text)
     early = [line for at, line in said if at < 1.4]
     assert any(" ok " in line for line in early), "lines that had arrived waited for later output"
+
+
+def test_a_failed_figure_is_shown_though_reframe_colours_it() -> None:
+    out, _ = lines_of("\n".join([
+        "[==========] Running 1 check(s)",
+        "[ RUN      ] Fio %case=local/fio-rand4k/2 /6c609c4b @local:clients+pfslab",
+        "[     FAIL ] (1/1) Fio %case=local/fio-rand4k/2 /6c609c4b @local:clients+pfslab",
+        "\x1b[31mP: write_iops: 10.331944 IOPS (r:540.612517, l:-0.8, u:None)\x1b[0m",
+        "==> test failed during 'performance': test staged in '/x'",
+    ]))
+    assert out[-1] == "(1/1) FAIL Fio local/fio-rand4k/2 in 2 s: write_iops 10.33 IOPS"

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import matplotlib.image as mpimg
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
@@ -106,3 +107,37 @@ def test_a_seed_lab_dry_run_draws_the_published_values(tmp_path: Path) -> None:
     charts = dict(report.charts(run))
     assert charts["ior-n1"].points == ["1", "2", "4", "8", "16", "32", "64", "128", "256", "512"]
     assert all(not c.measured for c in charts["ior-n1"].curves)
+
+
+def test_a_long_title_is_wrapped_inside_the_figure() -> None:
+    title = ("beegfs-medium/iozone-seq: IOzone sequential N-N write then read, 1 MiB records, O_DIRECT, "
+             "8 TiB in total (mean of 3)\nrun at quick sizes: aggregate 128m (source: 8T), 2 iterations (source: 3)")
+    fig = plots.figure(plots.Chart(title, "MiB/s", False, ["1", "2", "4"], [
+        plots.Curve("write", "MiB/s", measured=[("1", 50.0), ("2", 60.0), ("4", 70.0)])]))
+    renderer = fig.canvas.get_renderer()
+    box = fig.axes[0].title.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
+    assert all(len(line) <= plots.TITLE_WIDTH for line in plots.wrap_title(title).splitlines())
+    plt.close(fig)
+
+
+def test_the_floor_the_verdict_used_is_drawn_and_its_zone_shaded(tmp_path: Path) -> None:
+    def chart(floor: list[tuple[str, float]]) -> plots.Chart:
+        return plots.Chart("w", "IOPS", False, ["1", "2", "4"], [
+            plots.Curve("write_iops", "IOPS", measured=[("1", 400.0), ("2", 500.0), ("4", 550.0)], floor=floor)])
+
+    plain = pixels_of(plots.draw(chart([]), tmp_path / "plain.png"), plots.colour(0))
+    flat = pixels_of(plots.draw(chart([("1", 90.0), ("2", 90.0), ("4", 90.0)]), tmp_path / "flat.png"), plots.colour(0))
+    per_point = pixels_of(plots.draw(chart([("1", 200.0), ("2", 300.0), ("4", 350.0)]), tmp_path / "pp.png"),
+                          plots.colour(0))
+    assert flat > plain + 300 and per_point > plain + 300
+
+
+def test_a_calibrated_run_reports_each_threshold_its_source_and_the_calibration(tmp_path: Path) -> None:
+    report.build(runs.Run(RUNS / "local-calibrated-demo"), tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert "<h2>Where each threshold comes from</h2>" in page
+    assert "calibrated on this machine: floor 20% of the lab&#x27;s own seq-write probe" in page
+    assert "thresholds calibrated on this machine at lab-up" in page
+    assert "&ge; " in page  # the threshold column
+    assert "run at quick sizes: box 10 (source: 20)" in page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +114,44 @@ def test_compare_flags_changes_beyond_the_noise() -> None:
     assert changes[("iozone-seq", "1", "write")].verdict == "better"  # 28.8 -> 52.1 MiB/s
     assert changes[("iozone-seq", "1", "read")].verdict == "within noise"  # 195 -> 214 MiB/s
     assert changes[("ior-n1", "4", "write")].verdict == "only in A"
+
+
+def _runs_on(tmp_path: Path, machines: list[str]) -> list[Path]:
+    """The two real runs, copied, as if made on the given machines."""
+    import shutil
+
+    out = []
+    for name, machine_id in zip(["local-quick-suite", "local-mixed-verdicts"], machines):
+        copy = tmp_path / name
+        shutil.copytree(RUNS / name, copy)
+        provenance = json.loads((copy / "provenance.json").read_text())
+        provenance["machine"] = {"id": machine_id, "description": f"test machine {machine_id}", "facts": {"cpus": 2}}
+        (copy / "provenance.json").write_text(json.dumps(provenance))
+        out.append(copy)
+    return out
+
+
+def test_a_baseline_is_keyed_to_the_machine_its_runs_were_made_on(tmp_path: Path) -> None:
+    path, count = baseline.write("local", _runs_on(tmp_path, ["host-aaaaaaaaaaaa"] * 2), tmp_path / "local.yaml")
+    data = yaml.safe_load(path.read_text())
+    assert count == 2 and {e["machine"] for e in data["references"]} == {"host-aaaaaaaaaaaa"}
+    assert data["machines"]["host-aaaaaaaaaaaa"]["description"] == "test machine host-aaaaaaaaaaaa"
+    refs = references.load("local", path)
+    assert references.lookup(refs, "fio-rand4k", "write_iops", 1, "quick", None, "host-aaaaaaaaaaaa") is not None
+    assert references.lookup(refs, "fio-rand4k", "write_iops", 1, "quick", None, "host-bbbbbbbbbbbb") is None
+
+
+def test_a_new_baseline_replaces_only_its_own_machines(tmp_path: Path) -> None:
+    target = tmp_path / "local.yaml"
+    baseline.write("local", _runs_on(tmp_path / "a", ["host-aaaaaaaaaaaa"] * 2), target)
+    baseline.write("local", _runs_on(tmp_path / "b", ["host-bbbbbbbbbbbb"] * 2), target)
+    baseline.write("local", _runs_on(tmp_path / "c", ["host-bbbbbbbbbbbb"] * 2), target)
+    data = yaml.safe_load(target.read_text())
+    machines = sorted(e["machine"] for e in data["references"])
+    assert machines == ["host-aaaaaaaaaaaa"] * 2 + ["host-bbbbbbbbbbbb"] * 2
+    assert sorted(data["machines"]) == ["host-aaaaaaaaaaaa", "host-bbbbbbbbbbbb"]
+
+
+def test_runs_from_two_machines_make_no_baseline(tmp_path: Path) -> None:
+    with pytest.raises(baseline.BaselineError, match="different machines"):
+        baseline.write("local", _runs_on(tmp_path, ["host-aaaaaaaaaaaa", "host-bbbbbbbbbbbb"]), tmp_path / "x.yaml")

@@ -66,3 +66,15 @@ def test_cli_exit_status_follows_the_verdict() -> None:
     failed, quiet = run("local-mixed-verdicts"), run("local-quick-suite")
     assert failed.returncode == 1 and json.loads(failed.stdout)["summary"]["fail"] == 1
     assert quiet.returncode == 0 and json.loads(quiet.stdout)["summary"]["overall"] == "no verdict"
+
+
+def test_a_lab_that_failed_during_the_run_fails_the_run_whatever_its_figures() -> None:
+    rows = [r for r in rows_of("local-mixed-verdicts") if r.verdict != "fail"]
+    assert verdict.summary(rows)["overall"] == "pass"
+    for state in ("unhealthy", "degraded"):
+        lab_state = {"state": state, "since": "2026-11-23T01:27:00Z", "detail": "every ceph-mds of the lab is down"}
+        summary = verdict.summary(rows, lab_state)
+        assert summary["overall"] == "fail"
+        assert summary["health"] == f"lab {state} during the run: every ceph-mds of the lab is down"
+        assert verdict.table(rows, lab_state).splitlines()[-1].endswith(
+            f"; lab {state} during the run: every ceph-mds of the lab is down)")

@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# The shell helpers every script leans on to never hang on a sick file system
+# (scripts/lib/common.sh): bounded commands, mount checks read from mountinfo,
+# bounded unmounts. Real mounts (tmpfs) where root may make them.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+setup() {
+  # shellcheck source=scripts/lib/common.sh
+  source "$REPO/scripts/lib/common.sh"
+  unset PFSLAB_MOUNTS
+}
+
+teardown() {
+  if [[ -n ${MNT:-} ]] && is_mounted "$MNT"; then umount -l "$MNT"; fi
+}
+
+@test "bounded: a command that finishes keeps its status, one that does not is given up with 124" {
+  run bounded 5 true
+  assert_success
+  run bounded 5 sh -c 'exit 7'
+  assert_failure 7
+  start=$SECONDS
+  run bounded 1 sleep 30
+  assert_failure 124
+  assert [ $((SECONDS - start)) -le 3 ]
+}
+
+@test "is_mounted reads the mount table, and PFSLAB_MOUNTS stands in for it" {
+  run is_mounted /proc
+  assert_success
+  run is_mounted "$BATS_TEST_TMPDIR"
+  assert_failure
+  echo "$BATS_TEST_TMPDIR/x tmpfs none" >"$BATS_TEST_TMPDIR/mounts"
+  PFSLAB_MOUNTS=$BATS_TEST_TMPDIR/mounts run is_mounted "$BATS_TEST_TMPDIR/x"
+  assert_success
+  PFSLAB_MOUNTS=$BATS_TEST_TMPDIR/mounts run is_mounted /proc
+  assert_failure
+}
+
+@test "unmount_bounded unmounts a mount, and does nothing where nothing is mounted" {
+  [[ $(id -u) -eq 0 ]] || skip "mounting a tmpfs needs root"
+  MNT=$BATS_TEST_TMPDIR/mnt
+  mkdir -p "$MNT"
+  mount -t tmpfs pfslab-test "$MNT"
+  run is_mounted "$MNT"
+  assert_success
+  run fuse_connection "$MNT"
+  assert_output ""  # not FUSE
+  run unmount_bounded "$MNT" 5
+  assert_success
+  run is_mounted "$MNT"
+  assert_failure
+  run unmount_bounded "$MNT" 5
+  assert_success
+}
+
+@test "a busy mount is detached lazily, within the bound, and says it was forced" {
+  [[ $(id -u) -eq 0 ]] || skip "mounting a tmpfs needs root"
+  MNT=$BATS_TEST_TMPDIR/busy
+  mkdir -p "$MNT"
+  mount -t tmpfs pfslab-test "$MNT"
+  # A process with its working directory inside keeps the mount busy.
+  (cd "$MNT" && exec sleep 30) &
+  holder=$!
+  start=$SECONDS
+  run unmount_bounded "$MNT" 2
+  kill "$holder"
+  assert_success
+  assert_output --partial "forced: detaching $MNT lazily"
+  assert [ $((SECONDS - start)) -le 8 ]
+  run is_mounted "$MNT"
+  assert_failure
+}
+
+@test "stop_pidfile stops a process that ignores TERM, and never waits without end" {
+  bash -c 'trap "" TERM; exec sleep 60' &
+  echo $! >"$BATS_TEST_TMPDIR/p.pid"
+  # Wait until it ignores TERM (bit 15 of SigIgn), or the test would race its trap.
+  until (( 0x$(awk '/^SigIgn/ {print $2}' "/proc/$!/status") & 0x4000 )); do sleep 0.05; done
+  start=$SECONDS
+  run stop_pidfile "$BATS_TEST_TMPDIR/p.pid" 1
+  assert_success
+  assert_output --partial "ignored TERM for 1s; killing it"
+  assert [ $((SECONDS - start)) -le 10 ]
+  assert [ ! -e "$BATS_TEST_TMPDIR/p.pid" ]
+}

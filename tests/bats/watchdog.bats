@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# The health watchdog of a run (scripts/watchdog) against a stand-in lab: the role
+# checks answer from files the test writes, so each fault is exact and instant. The
+# real faults (an MDS or an OSD killed during make bench) are in tests/lab.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+setup() {
+  KIT=$BATS_TEST_TMPDIR/kit
+  HEALTH=$BATS_TEST_TMPDIR/health
+  RUN=$BATS_TEST_TMPDIR/run
+  mkdir -p "$KIT/scripts/lib" "$KIT/scripts/local" "$KIT/scripts/roles" "$KIT/build/wd" "$HEALTH" "$RUN/stage"
+  ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
+  ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/local.sh" "$KIT/scripts/lib/"
+  # Nodes are not namespaces here: a role step runs as it is, with the node's config.
+  printf '#!/bin/bash\nPFSLAB_NODE_CONFIG=$2 exec "${@:3}"\n' >"$KIT/scripts/local/node-exec"
+  # The role answers from $HEALTH/<component>.<node>: "STATUS MESSAGE" (default: healthy).
+  cat >"$KIT/scripts/roles/ceph" <<'EOF'
+#!/bin/bash
+[[ $1 == essential ]] && { echo "mon mds osd client"; exit 0; }
+node=$(jq -r .node "$PFSLAB_NODE_CONFIG")
+file=$HEALTH/$2.$node
+[[ $2 == service ]] && file=$HEALTH/service
+[[ -s $file ]] || exit 0
+read -r status message <"$file"
+echo "$message"
+exit "$status"
+EOF
+  chmod +x "$KIT/scripts/local/node-exec" "$KIT/scripts/roles/ceph"
+  local node
+  for node in mon0 osd0 osd1 cli0; do
+    mkdir -p "$BATS_TEST_TMPDIR/nodes/$node"
+    echo "{\"node\": \"$node\"}" >"$BATS_TEST_TMPDIR/nodes/$node/node.json"
+  done
+  jq -n --arg s "$BATS_TEST_TMPDIR" '{
+    target: "local", clients: ["cli0"], filesystem: {mount: "/nonexistent/pfslab-wd"},
+    local: {state_root: $s, netns: {mon0: "wd-mon0", osd0: "wd-osd0", osd1: "wd-osd1", cli0: "wd-cli0"}},
+    nodes: [{name: "mon0", roles: ["ceph-mon", "ceph-mds"]}, {name: "osd0", roles: ["ceph-osd"]},
+            {name: "osd1", roles: ["ceph-osd"]}, {name: "cli0", roles: ["ceph-client"]}]}' >"$KIT/build/wd/inventory.json"
+  export HEALTH PFSLAB_ROOT=$KIT
+}
+
+# A stand-in bench: the watchdog ends with it. Its pid is in BENCH.
+start_bench() {
+  sleep 600 &
+  BENCH=$!
+}
+
+watch() {
+  PFSLAB_WATCHDOG_CALL_TIMEOUT=5 "$KIT/scripts/watchdog" wd "$RUN" "$BENCH" 1 2>"$BATS_TEST_TMPDIR/watchdog.log" &
+  WATCHDOG=$!
+}
+
+teardown() {
+  kill "${BENCH:-}" "${WATCHDOG:-}" "${STAGED:-}" 2>/dev/null || true
+}
+
+@test "a healthy lab: the watchdog writes nothing and ends with the bench" {
+  start_bench
+  watch
+  sleep 3
+  kill "$BENCH"
+  wait "$WATCHDOG"
+  assert [ ! -e "$RUN/lab-health.json" ]
+  run cat "$BATS_TEST_TMPDIR/watchdog.log"
+  assert_output ""
+}
+
+@test "the only MDS down: unhealthy on the second reading, the run's processes ended, the watchdog exits" {
+  start_bench
+  (cd "$RUN/stage" && exec sleep 600) &
+  STAGED=$!
+  echo "1 ceph-mds.mon0: not running" >"$HEALTH/mds.mon0"
+  echo "1 ceph: no MDS is active, the file system is offline" >"$HEALTH/service"
+  watch
+  wait "$WATCHDOG"
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "every ceph-mds of the lab is down"
+  assert_line --index 1 --partial "ceph: no MDS is active"
+  run kill -0 "$STAGED"
+  assert_failure  # a process working in the run's stage was ended
+  run cat "$BATS_TEST_TMPDIR/watchdog.log"
+  assert_line --index 0 --partial "looks unhealthy"
+  assert_output --partial "no benchmark process is left on any node"
+  run kill -0 "$BENCH"
+  assert_success  # the bench itself goes on to write its verdict
+}
+
+@test "one reading of a fault that passes is not acted on" {
+  start_bench
+  echo "1 ceph: no MDS is active, the file system is offline" >"$HEALTH/service"
+  watch
+  # The second reading comes 5 s after the first: the fault is gone by then.
+  for _ in $(seq 50); do grep -q "looks unhealthy" "$BATS_TEST_TMPDIR/watchdog.log" && break; sleep 0.1; done
+  rm "$HEALTH/service"
+  sleep 7
+  kill "$BENCH"
+  wait "$WATCHDOG"
+  assert [ ! -e "$RUN/lab-health.json" ]
+}
+
+@test "a client whose mount hangs is a fault of the run" {
+  start_bench
+  echo "1 ceph-client@cli0: /mnt does not answer" >"$HEALTH/client.cli0"
+  watch
+  wait "$WATCHDOG"
+  run jq -r .detail "$RUN/lab-health.json"
+  assert_output --partial "cli0: ceph-client@cli0: /mnt does not answer"
+}
+
+@test "one OSD of two down while the pools serve: degraded, written once, and the watch goes on" {
+  start_bench
+  echo "1 ceph-osd.1: not running" >"$HEALTH/osd.osd1"
+  echo "3 ceph: 1/2 OSDs up, data is degraded (the pools still serve)" >"$HEALTH/service"
+  watch
+  sleep 4
+  run kill -0 "$WATCHDOG"
+  assert_success
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 degraded
+  assert_line --index 1 --partial "osd1: ceph-osd.1: not running"
+  assert_equal "$(grep -c 'is degraded' "$BATS_TEST_TMPDIR/watchdog.log")" 1
+  # Both OSDs down: every instance of an essential role is gone, the run must end.
+  echo "1 ceph-osd.0: not running" >"$HEALTH/osd.osd0"
+  wait "$WATCHDOG"
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "every ceph-osd of the lab is down"
+}
+
+@test "bad arguments: one line, exit 2" {
+  run "$KIT/scripts/watchdog" wd "$RUN"
+  assert_failure 2
+  assert_output "[watchdog] error: usage: watchdog LAB RUN_DIR WATCHED_PID [INTERVAL_S]"
+  run "$KIT/scripts/watchdog" nope "$RUN" 1
+  assert_failure 2
+  assert_output --partial "lab nope is not up"
+  run "$KIT/scripts/watchdog" wd "$RUN" 1 0
+  assert_failure 2
+  assert_output "[watchdog] error: INTERVAL_S=0 is not allowed; give whole seconds, at least 1"
+}
