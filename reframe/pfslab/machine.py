@@ -124,7 +124,8 @@ def describe(facts: dict[str, Any]) -> str:
         backing = facts.get("backing", {})
         disk = backing.get("model") or backing.get("source", "?")
         kind = "HDD" if backing.get("rotational") else "SSD/virtual"
-        return (f"{facts.get('cpu_model')}, {facts.get('cpus')} CPUs, {facts.get('memory_gib')} GiB, "
+        cpus = facts.get("cpus")
+        return (f"{facts.get('cpu_model')}, {cpus} CPU{'' if cpus == 1 else 's'}, {facts.get('memory_gib')} GiB, "
                 f"backing {disk} ({backing.get('fstype')}, {kind})")
     groups = ", ".join(f"{g['count']} x {g['group']}" for g in facts.get("node_groups", []))
     return f"declared hardware of target {facts.get('target')}: {groups}"

@@ -126,7 +126,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         unhealthy = lab_unhealthy()
         if unhealthy:
             self._skip(f"lab unhealthy since {unhealthy['since']}: {unhealthy['detail']}; "
-                       f"'make lab-up' repairs it, then run again")
+                       f"fix it ('make lab-status' shows it, 'make lab-up' restarts what stopped), then run again")
         fs_type = self.lab["filesystem"]["type"]
         if fs_type not in self.workload.get("filesystems", [fs_type]):
             self._skip(
