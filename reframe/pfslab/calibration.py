@@ -19,18 +19,21 @@ machine, through the user's own lab.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import time
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from shutil import which
 from typing import Any
 
 import yaml
 
-from pfslab import labs, machine, state, workloads
+from pfslab import handrun, labs, machine, state, workloads
 from pfslab.errors import KitError
+from pfslab.rfm_paths import tool_search_path
 from pfslab.references import POLICY_PATH, Reference
 from pfslab.units import convert, kind_of
 
@@ -122,52 +125,61 @@ def _probe_workload(probe: Probe) -> dict[str, Any]:
             "steps": [{"args": step.args, "measures": sorted(set(step.gives.values()))} for step in probe.steps]}
 
 
+def _shown(value: float, unit: str) -> tuple[float, str]:
+    """A figure as the kit shows it: bandwidths in MiB/s, rates as measured."""
+    return (convert(value, unit, "MiB/s"), "MiB/s") if kind_of(unit) == "bandwidth" else (value, unit)
+
+
+@dataclass
+class _Bench:
+    """What running probes on a lab needs: the lab, its inventory, fio, where files go."""
+
+    lab: dict[str, Any]
+    inventory: dict[str, Any]
+    fio: str
+    scratch_root: str
+
+    @classmethod
+    def of(cls, lab_name: str) -> _Bench:
+        lab = labs.load(lab_name)
+        inventory = state.inventory(lab_name)
+        if inventory is None:
+            raise CalibrationError(f"lab {lab_name} is not up; run 'make lab-up LAB={lab_name}'")
+        fio = which("fio", path=tool_search_path())
+        if fio is None:
+            raise CalibrationError("fio is not installed (the calibration probes are fio runs); run 'make deps'")
+        scratch_root = f"{lab['filesystem']['mount']}/{lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}"
+        return cls(lab, inventory, fio, scratch_root)
+
+    def probe(self, probe: Probe, client: str, work_dir: Path, scratch: str, timeout_s: float) -> list[tuple[str, float, str]]:
+        """One run of a probe: (figure, value, unit) for each figure it gives."""
+        case = workloads.Case(self.lab["name"], f"calibration/{probe.id}", 1, "quick")
+        per_step = handrun.run_case(self.lab, _probe_workload(probe), case, self.inventory, work_dir=work_dir,
+                                    scratch_dir=f"{scratch}/{probe.id}", tool_path=self.fio,
+                                    client_names=[client], timeout_s=timeout_s)
+        return [(name, *figures[op]) for step, figures in zip(probe.steps, per_step) for name, op in step.gives.items()]
+
+
 def run(lab_name: str, say: Any = print) -> dict[str, Any]:
     """Run every probe ``rounds()`` times through the lab's first client; write and return the calibration."""
-    lab = labs.load(lab_name)
-    inventory = state.inventory(lab_name)
-    if inventory is None:
-        raise CalibrationError(f"lab {lab_name} is not up; run 'make lab-up LAB={lab_name}'")
-    from shutil import which
-
-    from pfslab.rfm_paths import tool_search_path
-
-    fio = which("fio", path=tool_search_path())
-    if fio is None:
-        raise CalibrationError("fio is not installed (the calibration probes are fio runs); run 'make deps'")
-    client = inventory["clients"][0]
+    bench = _Bench.of(lab_name)
+    client = bench.inventory["clients"][0]
     out_dir = state.BUILD_DIR / lab_name / "calibration"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    mount = lab["filesystem"]["mount"]
-    scratch_root = f"{mount}/{lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}"
     samples: dict[tuple[str, str], list[tuple[float, str]]] = {}
     started = time.time()
-    from pfslab import handrun
-
     total = rounds()
     for round_no in range(1, total + 1):
-        scratch = f"{scratch_root}/calibration-{uuid.uuid4().hex[:8]}"
+        scratch = f"{bench.scratch_root}/calibration-{uuid.uuid4().hex[:8]}"
         try:
             for probe in probes():
-                case = workloads.Case(lab_name, f"calibration/{probe.id}", 1, "quick")
-                per_step = handrun.run_case(lab, _probe_workload(probe), case, inventory,
-                                            work_dir=out_dir / f"r{round_no}" / probe.id,
-                                            scratch_dir=f"{scratch}/{probe.id}", tool_path=fio,
-                                            client_names=[client], timeout_s=120)
-                shown = []
-                for step, figures in zip(probe.steps, per_step):
-                    for name, op in step.gives.items():
-                        samples.setdefault((probe.id, name), []).append(figures[op])
-                        value, unit = figures[op]
-                        if kind_of(unit) == "bandwidth":
-                            value, unit = convert(value, unit, "MiB/s"), "MiB/s"
-                        shown.append(f"{name} {value:.4g} {unit}")
-                say(f"calibration round {round_no}/{total}: {probe.id}: {', '.join(shown)}")
+                figures = bench.probe(probe, client, out_dir / f"r{round_no}" / probe.id, scratch, 120)
+                for name, value, unit in figures:
+                    samples.setdefault((probe.id, name), []).append((value, unit))
+                shown = ", ".join(f"{name} {v:.4g} {u}" for name, value, unit in figures for v, u in [_shown(value, unit)])
+                say(f"calibration round {round_no}/{total}: {probe.id}: {shown}")
         finally:
-            import shutil
-
             shutil.rmtree(scratch, ignore_errors=True)
-    facts = machine.facts_for(lab)
+    facts = machine.facts_for(bench.lab)
     result: dict[str, Any] = {
         "lab": lab_name,
         "client": client,
@@ -198,46 +210,28 @@ def check(lab_name: str, say: Any = print) -> str | None:
     calibration = load(path_for(lab_name))
     if calibration is None:
         return None
-    lab = labs.load(lab_name)
-    inventory = state.inventory(lab_name)
-    if inventory is None:
-        raise CalibrationError(f"lab {lab_name} is not up; run 'make lab-up LAB={lab_name}'")
-    from shutil import rmtree, which
-
-    from pfslab import handrun
-    from pfslab.rfm_paths import tool_search_path
-
-    fio = which("fio", path=tool_search_path()) or "fio"
+    bench = _Bench.of(lab_name)
     wanted_ids = [str(i) for i in policy().get("check", [])]
-    mount = lab["filesystem"]["mount"]
-    scratch = f"{mount}/{lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}/check-{uuid.uuid4().hex[:8]}"
+    scratch = f"{bench.scratch_root}/check-{uuid.uuid4().hex[:8]}"
     out_dir = state.BUILD_DIR / lab_name / "calibration" / "check"
     floors = {r.probe: r.floor for r in rules().values()}
     try:
         for probe in (p for p in probes() if p.id in wanted_ids):
-            case = workloads.Case(lab_name, f"calibration/{probe.id}", 1, "quick")
-            per_step = handrun.run_case(lab, _probe_workload(probe), case, inventory, work_dir=out_dir / probe.id,
-                                        scratch_dir=f"{scratch}/{probe.id}", tool_path=fio,
-                                        client_names=[calibration["client"]], timeout_s=60)
-            for step, figures in zip(probe.steps, per_step):
-                for name, op in step.gives.items():
-                    then = calibration["probes"].get(probe.id, {}).get(name)
-                    if then is None:
-                        continue
-                    unit = str(then["unit"])
-                    shown = "MiB/s" if kind_of(unit) == "bandwidth" else unit
-                    now = convert(figures[op][0], figures[op][1], shown)
-                    at_up = convert(float(then["value"]), unit, shown)
-                    floor = floors[probe.id]
-                    ratio = now / at_up
-                    say(f"pre-run check: {probe.id} {name} {_fmt(now)} {shown}, {ratio:.0%} of its lab-up calibration")
-                    if ratio < floor:
-                        return (f"it performs at {ratio:.0%} of its lab-up calibration, below the {floor:.0%} floor "
-                                f"(pre-run {probe.id} {name}: {_fmt(now)} {shown} now, {_fmt(at_up)} at lab-up)")
+            for name, value, unit in bench.probe(probe, calibration["client"], out_dir / probe.id, scratch, 60):
+                then = calibration["probes"].get(probe.id, {}).get(name)
+                if then is None:
+                    continue
+                now, shown = _shown(value, unit)
+                at_up, _ = _shown(float(then["value"]), str(then["unit"]))
+                ratio = now / at_up
+                say(f"pre-run check: {probe.id} {name} {_fmt(now)} {shown}, {ratio:.0%} of its lab-up calibration")
+                if ratio < floors[probe.id]:
+                    return (f"it performs at {ratio:.0%} of its lab-up calibration, below the {floors[probe.id]:.0%} "
+                            f"floor (pre-run {probe.id} {name}: {_fmt(now)} {shown} now, {_fmt(at_up)} at lab-up)")
     except KitError as err:
         return f"the pre-run check probe failed: {err}"
     finally:
-        rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     return None
 
 

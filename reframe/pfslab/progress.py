@@ -49,6 +49,7 @@ class Progress:
     figures: list[str] = field(default_factory=list)
     last_print: float = 0.0
     pending: str = ""  # the end line of the last test, printed once its figures are read
+    reasons: set[str] = field(default_factory=set)  # skip reasons already shown
 
     def feed(self, line: str) -> list[str]:
         """Progress lines for one line of ReFrame output (often none)."""
@@ -84,7 +85,11 @@ class Progress:
                 estimate = f"; {left} left, about {_duration(left * sum(self.durations) / len(self.durations))}"
             elif left:
                 estimate = f"; {left} left"
-            reason = f" ({why})" if why and result == "SKIP" else ""
+            reason = ""
+            if why and result == "SKIP":
+                # A reason many tests share (a tool missing, the lab down) is said once.
+                reason = " (the same reason)" if why in self.reasons else f" ({why})"
+                self.reasons.add(why)
             self.pending = f"({n}/{of}) {_WORDS[result]} {test} {case} in {_duration(elapsed)}{reason}{estimate}"
             if result == "SKIP":
                 out.extend(self.flush())

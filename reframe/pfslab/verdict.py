@@ -144,9 +144,13 @@ def table(run_rows: list[Row], lab_state: dict[str, Any] | None = None, notes: l
     """The verdict as text: one line per figure, where each threshold comes from, the summary."""
     headers = ["test", "workload", "threads", "figure", "measured", "threshold", "verdict"]
     lines = [headers]
+    # A reason that only repeats the lab's failure (every test skipped after it) points to
+    # the summary line instead of being printed on every row.
+    detail = str((lab_state or {}).get("detail") or "")
     for r in sorted(run_rows, key=lambda r: (r.test, r.workload, r.threads or 0, r.figure)):
         measured = f"{_fmt(r.measured)} {r.unit}".strip() if r.measured is not None else "-"
-        verdict = r.verdict if not r.reason or r.verdict == "no reference" else f"{r.verdict}: {r.reason}"
+        reason = "the lab was unhealthy (see the last line)" if detail and detail in r.reason else r.reason
+        verdict = r.verdict if not reason or r.verdict == "no reference" else f"{r.verdict}: {reason}"
         lines.append([r.test, r.workload, r.point, r.figure, measured, _threshold_text(r), verdict])
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers) - 1)]
     text = []

@@ -26,10 +26,12 @@ teardown_file() {
   "$REPO/scripts/lab" down "$LAB" >/dev/null 2>&1 || true
 }
 
+# Run a command, then print how long it took; the command's exit status is kept.
 elapsed_of() {
-  local start=$SECONDS
-  "$@"
+  local start=$SECONDS rc=0
+  "$@" || rc=$?
   echo "elapsed $((SECONDS - start))"
+  return "$rc"
 }
 
 newest_run() { find "$REPO/build/runs/$LAB" -mindepth 1 -maxdepth 1 -type d | sort | tail -n 1; }
@@ -149,7 +151,7 @@ SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
   PFSLAB_MODE=quick run elapsed_of "$REPO/scripts/bench"
   status_full=$status
   "$REPO/scripts/throttle" off
-  echo "$output" | grep -E '^verdict:|pre-run|elapsed' | sed 's/^/# starved, make bench: /' >&3
+  echo "$output" | grep -E '^verdict:|^\[bench\] (pre-run check|lab .* fails)|^elapsed' | sed 's/^/# starved, make bench: /' >&3
   assert_equal "$status_bench" 1
   assert_regex "$failed" "write"
   assert_regex "$failed" "write_iops"

@@ -98,3 +98,10 @@ def test_a_failed_figure_is_shown_though_reframe_colours_it() -> None:
         "==> test failed during 'performance': test staged in '/x'",
     ]))
     assert out[-1] == "(1/1) FAIL Fio local/fio-rand4k/2 in 2 s: write_iops 10.33 IOPS"
+
+
+def test_a_skip_reason_many_tests_share_is_said_once() -> None:
+    out, _ = lines_of(OUTPUT.read_text())
+    beegfs = [line for line in out if "beegfs-medium/ior-n1" in line and " skip " in line]
+    assert "(workload beegfs-medium/ior-n1 runs on beegfs only; lab local is cephfs)" in beegfs[0]
+    assert all("(the same reason)" in line for line in beegfs[1:]) and len(beegfs) == 3

@@ -78,3 +78,12 @@ def test_a_lab_that_failed_during_the_run_fails_the_run_whatever_its_figures() -
         assert summary["health"] == f"lab {state} during the run: every ceph-mds of the lab is down"
         assert verdict.table(rows, lab_state).splitlines()[-1].endswith(
             f"; lab {state} during the run: every ceph-mds of the lab is down)")
+
+
+def test_rows_skipped_because_the_lab_failed_point_to_the_summary() -> None:
+    detail = "every ceph-mds of the lab is down"
+    row = verdict.Row("Fio", "fio-rand4k", 2, "2", "-", None, "", None, None, None, "skip",
+                      f"lab unhealthy since 2026-11-23T01:27:00Z: {detail}; fix it")
+    text = verdict.table([row], {"state": "unhealthy", "detail": detail})
+    assert "skip: the lab was unhealthy (see the last line)" in text.splitlines()[1]
+    assert text.splitlines()[-1].endswith(f"lab unhealthy during the run: {detail})")
