@@ -19,6 +19,14 @@ setup_file() {
     echo "# a lab is already up in $REPO; this test brings up its own and refuses to share" >&3
     return 1
   fi
+  # The local lab's bridge, namespaces and /run/pfslab/<lab> are per machine, not per
+  # checkout: a lab another checkout left up would make every test below fail on it.
+  local bridge
+  bridge=$("$REPO/scripts/pfslab" lab get "$LAB" targets.local.bridge)
+  if ip link show "$bridge" >/dev/null 2>&1 || [[ -e /run/pfslab/$LAB ]]; then
+    echo "# another checkout's lab '$LAB' is up on this machine (bridge $bridge or /run/pfslab/$LAB exists); take it down there with 'make lab-down' first" >&3
+    return 1
+  fi
 }
 
 teardown_file() {
