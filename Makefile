@@ -36,6 +36,10 @@ help: ## Show the targets and the variables they take
 	@echo "           MODE=quick|full (default: the lab's), REFRAME_ARGS='-n IOR' (filters for make bench)"
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
 	@echo "           MIRROR=<bundle dir> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
+	@echo "           FAMILY=<family> (make images, default ceph)"
+	@echo
+	@echo "File systems (registry/families/<fs>.json; FAMILY is the family):"
+	@python3 -c 'import json, pathlib; [print("  {filesystem:8} family {family:7} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("registry/families").glob("*.json"))]'
 
 deps: ## Install everything: the labs' and benchmarks' packages, the test and image tools, .venv; idempotent
 	scripts/deps all
@@ -70,7 +74,7 @@ user-data: ## Render LAB's cloud-init user-data for TARGET (default: the lab's t
 remote-up: ## Resume the SSH bring-up (boot wait, cluster files, phases, preflight) of a provisioned cloud or bare-metal lab
 	scripts/remote-up $(LAB)
 
-images: ## Build server/client images with Packer: TARGET=qemu|aws|azure ROLE=server|client|all (FAMILY=ceph|beegfs|nfs|gpfs, FORCE=1)
+images: ## Build server/client images with Packer: TARGET=qemu|aws|azure ROLE=server|client|all (FAMILY=<family>, FORCE=1)
 	scripts/deps images
 	scripts/images $(or $(TARGET),qemu) $(ROLE)
 

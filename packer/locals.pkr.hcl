@@ -6,17 +6,19 @@ locals {
   built_at = timestamp()
   stamp    = formatdate("YYYYMMDDhhmm", local.built_at)
 
-  # What the image's role installs from scripts/roles/<family> (`install COMPONENT`).
-  server_components = {
-    ceph   = ["mon", "mgr", "osd", "mds"]
-    beegfs = ["mgmt", "meta", "storage", "mon"]
-    nfs    = ["server"]
-    gpfs   = ["manager", "nsd"]
+  # The file-system families (registry/families/*.json), keyed by family. An unknown
+  # family stops the build on a file() error whose "path" is the explanation.
+  family_dir = "${var.kit_root}/registry/families"
+  families = {
+    for f in fileset(local.family_dir, "*.json") : jsondecode(file("${local.family_dir}/${f}")).family => jsondecode(file("${local.family_dir}/${f}"))
   }
-  components = {
-    server = local.server_components[var.family]
-    client = ["client"]
-  }[var.role]
+  family = contains(keys(local.families), var.family) ? local.families[var.family] : jsondecode(file(
+    "family '${var.family}' is not one of ${join(", ", sort(keys(local.families)))} (registry/families)"
+  ))
+
+  # What the image's role installs from scripts/roles/<family> (`install COMPONENT`):
+  # the server image every role that is not a client's, the client image the client's.
+  components = [for r in local.family.roles : r.component if try(r.client, false) == (var.role == "client")]
 
   # The lab-plan target a builder's images serve (the node config's `target`).
   target = {

@@ -42,8 +42,8 @@ variable "family" {
   type        = string
   default     = "ceph"
   validation {
-    condition     = contains(["ceph", "beegfs", "nfs", "gpfs"], var.family)
-    error_message = "The family must be one of ceph, beegfs, nfs, gpfs."
+    condition     = can(regex("^[a-z][a-z0-9]{1,15}$", var.family))
+    error_message = "The family must be a family name of registry/families/*.json (lower-case letters and digits), e.g. ceph."
   }
 }
 

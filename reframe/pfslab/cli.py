@@ -95,6 +95,44 @@ def _add_lab(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_lab)
 
 
+# ---- registry ------------------------------------------------------------------------
+
+def _cmd_registry(args: argparse.Namespace) -> int:
+    from pfslab import registry
+
+    if args.registry_command == "families":
+        for fam in registry.families().values():
+            print(f"{fam.filesystem}\t{fam.family}\t{fam.title}")
+        return 0
+    if args.registry_command == "check":
+        fams = registry.families()
+        if not registry.schema_is_current():
+            raise UsageError(
+                "labs/schema.json is not what registry/families/*.json make; "
+                "run 'scripts/pfslab registry schema --write'"
+            )
+        print(f"{len(fams)} families ({', '.join(fams)}), {len(registry.all_roles())} roles; labs/schema.json is current")
+        return 0
+    changed = registry.write_schema()
+    print("labs/schema.json " + ("written from the registry" if changed else "already current"))
+    return 0
+
+
+def _add_registry(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "registry",
+        help="the file-system families of registry/families/",
+        description="List the families, check the family files and that labs/schema.json matches "
+        "them, or write labs/schema.json's family parts from them.",
+    )
+    actions = p.add_subparsers(dest="registry_command", required=True)
+    actions.add_parser("families", help="one line per family: file system, family, title")
+    actions.add_parser("check", help="validate the family files; fail when labs/schema.json is stale")
+    schema = actions.add_parser("schema", help="write labs/schema.json's enums and settings from the families")
+    schema.add_argument("--write", action="store_true", required=True, help="rewrite labs/schema.json in place")
+    p.set_defaults(handler=_cmd_registry)
+
+
 # ---- runs: record, verdict, report, compare, baseline, overhead ---------------------
 
 def _cmd_record(args: argparse.Namespace) -> int:
@@ -274,7 +312,7 @@ def _add_progress(sub: Subparsers) -> None:
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
-    _add_calibrate, _add_progress,
+    _add_calibrate, _add_progress, _add_registry,
 )
 
 

@@ -15,11 +15,8 @@ from typing import Any
 
 import yaml
 
+from pfslab import registry
 from pfslab.references import POLICY_PATH
-
-#: Roles whose nodes hold data (their drives and links carry the benchmark's bytes).
-DATA_ROLES: frozenset[str] = frozenset({"ceph-osd", "beegfs-storage", "nfs-server", "gpfs-nsd"})
-
 
 @dataclass
 class Derivation:
@@ -81,8 +78,8 @@ def derive(lab: dict[str, Any]) -> dict[str, Derivation]:
     """Read and write derivations for a lab; empty when the lab file lacks the hardware."""
     policy = yaml.safe_load(POLICY_PATH.read_text())["efficiency"]
     groups = lab["node_groups"]
-    servers = [g for g in groups if DATA_ROLES & set(g["roles"])]
-    clients = [g for g in groups if any(r.endswith("-client") for r in g["roles"])]
+    servers = [g for g in groups if registry.data_roles() & set(g["roles"])]
+    clients = [g for g in groups if registry.client_roles() & set(g["roles"])]
     storage_links, storage_lines = _links(servers, clients=False)
     client_links, client_lines = _links(clients, clients=True)
     out: dict[str, Derivation] = {}

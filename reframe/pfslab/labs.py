@@ -17,20 +17,11 @@ from typing import Any
 
 import yaml
 
-from pfslab import KIT_ROOT
+from pfslab import KIT_ROOT, registry
 from pfslab.errors import KitError
 
 LABS_DIR: Path = KIT_ROOT / "labs"
 SCHEMA_PATH: Path = LABS_DIR / "schema.json"
-
-#: Roles a file system cannot do without, and the fewest nodes of each.
-REQUIRED_ROLES: dict[str, dict[str, int]] = {
-    "cephfs": {"ceph-mon": 1, "ceph-mgr": 1, "ceph-mds": 1, "ceph-osd": 1, "ceph-client": 1},
-    "beegfs": {"beegfs-mgmt": 1, "beegfs-meta": 1, "beegfs-storage": 1, "beegfs-client": 1},
-    "nfs": {"nfs-server": 1, "nfs-client": 1},
-    "gpfs": {"gpfs-nsd": 1, "gpfs-client": 1},
-}
-
 
 class LabError(KitError, ValueError):
     """A lab is unknown or its file is invalid; the message is one line."""
@@ -109,10 +100,12 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
     for group in groups:
         for role in group["roles"]:
             counts[role] = counts.get(role, 0) + group["count"]
-    for role, fewest in REQUIRED_ROLES.get(fs_type, {}).items():
-        if counts.get(role, 0) < fewest:
-            errors.append(f"node_groups: a {fs_type} lab needs at least {fewest} node(s) with role {role}")
-    foreign = sorted(r for r in counts if fs_type and not _role_fits(r, fs_type))
+    family = registry.families().get(fs_type) if isinstance(fs_type, str) else None
+    for role in family.roles if family else ():
+        fewest = role.required
+        if counts.get(role.name, 0) < fewest:
+            errors.append(f"node_groups: a {fs_type} lab needs at least {fewest} node(s) with role {role.name}")
+    foreign = sorted(r for r in counts if family and r not in family.role_names())
     for role in foreign:
         errors.append(f"node_groups: role {role} does not belong to a {fs_type} lab")
     ceph = data.get("filesystem", {}).get("ceph")
@@ -135,11 +128,6 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
     except LabError as err:
         errors.append(str(err))
     return errors
-
-
-def _role_fits(role: str, fs_type: str) -> bool:
-    prefix = {"cephfs": "ceph-", "beegfs": "beegfs-", "nfs": "nfs-", "gpfs": "gpfs-"}[fs_type]
-    return role.startswith(prefix)
 
 
 def _osd_count(groups: list[dict[str, Any]]) -> int:
@@ -281,7 +269,8 @@ def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
 
 def client_nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
     """Nodes that mount the file system and run benchmark threads."""
-    return [n for n in nodes(lab) if any(r.endswith("-client") for r in n["roles"])]
+    clients = registry.client_roles()
+    return [n for n in nodes(lab) if clients & set(n["roles"])]
 
 
 def system_name(lab: str) -> str:

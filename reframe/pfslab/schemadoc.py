@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pfslab import labs
+from pfslab import labs, registry
 
 HEADER = """# Lab files
 
@@ -21,6 +21,11 @@ A lab may `extends:` another (mappings merge, lists replace) and `imports:` othe
 labs' workloads to run their shapes in quick mode. Labs shipped:
 
 {labs}
+
+File systems (one file each in [`registry/families/`](../registry/families), which
+also gives this schema its `filesystem.type` and role names; roles start in phase order):
+
+{families}
 
 This page is generated from the schema by `scripts/pfslab lab docs`; do not edit it.
 
@@ -63,7 +68,12 @@ def render() -> str:
     for name in labs.lab_names():
         lab = labs.load(name)
         shipped.append(f"- `{name}`: {lab['title']} ({lab['filesystem']['type']}, target {lab['target']})")
-    parts = [HEADER.format(labs="\n".join(shipped)), "| field | type | required | meaning |", "|---|---|---|---|"]
+    families = [
+        f"- `{f.filesystem}` ({f.title}): "
+        + ", ".join(f"`{r.name}`" + (f" ≥{r.required}" if r.required else "") + f" (phase {r.phase})" for r in f.roles)
+        for f in registry.families().values()
+    ]
+    parts = [HEADER.format(labs="\n".join(shipped), families="\n".join(families)), "| field | type | required | meaning |", "|---|---|---|---|"]
     parts += _rows(schema, defs, "", set(schema.get("required", [])))
     for def_name, node in defs.items():
         if "properties" not in node:

@@ -150,3 +150,12 @@ unmount_bounded() {
   log "forced: detaching $target lazily"
   bounded "$grace" umount -l -c "$target"
 }
+
+# Whether ROLE mounts the file system and runs benchmarks: "client": true in its family
+# file (registry/families/*.json). Usage: is_client_role ROLE
+is_client_role() {
+  if [[ -z ${PFSLAB_CLIENT_ROLES:-} ]]; then
+    PFSLAB_CLIENT_ROLES=" $(jq -r '.roles[] | select(.client == true) | .name' "$PFSLAB_ROOT"/registry/families/*.json | tr '\n' ' ')"
+  fi
+  [[ $PFSLAB_CLIENT_ROLES == *" $1 "* ]]
+}

@@ -4,14 +4,16 @@
 # Shared by scripts/lab (up, down, status) and scripts/watchdog. Sourced after
 # common.sh; defines functions only.
 
-# "node role netns config" for every role of the lab, in start order.
+# Each role's start phase, from the family files (registry/families/*.json).
+role_phases() { jq -s 'map(.roles[] | {(.name): .phase}) | add' "$PFSLAB_ROOT"/registry/families/*.json; }
+
+# "node role netns config" for every role of the lab, in start order (phase order).
 role_table() {
   local inv=$1
-  jq -r '
+  jq -r --argjson phase "$(role_phases)" '
     .local as $l
-    | (["mon","mgr","osd","mds","client","mgmt","meta","storage","server","nsd","manager"]) as $order
     | [.nodes[] as $n | $n.roles[] | {node: $n.name, role: .}]
-    | sort_by(. as $r | ($order | index($r.role | split("-")[1:] | join("-"))) // 99)
+    | sort_by($phase[.role] // 99)
     | .[] | "\(.node) \(.role) \($l.netns[.node]) \($l.state_root)/nodes/\(.node)/node.json"' "$inv"
 }
 

@@ -93,7 +93,10 @@ packer_offline() {
   assert_output --partial "The role must be server or client."
   packer_offline validate "${VARS[@]}" -var role=server -var family=lustre "$(templates)"
   assert_failure
-  assert_output --partial "The family must be one of ceph, beegfs, nfs, gpfs."
+  assert_output --partial "family 'lustre' is not one of beegfs, ceph, gpfs, nfs (registry/families)"
+  packer_offline validate "${VARS[@]}" -var role=server -var family=Ceph "$(templates)"
+  assert_failure
+  assert_output --partial "The family must be a family name of registry/families/*.json"
   packer_offline validate "${VARS[@]}" -var role=server -var image_digest=0123abc "$(templates)"
   assert_failure
   assert_output --partial "64 lower-case hex digits"
@@ -163,7 +166,7 @@ image_shims() {
   IMAGES_ENV=(FAMILY=lustre)
   images qemu server
   assert_failure 2
-  assert_output "[images] error: unknown FAMILY 'lustre': one of ceph, beegfs, nfs, gpfs"
+  assert_output "[images] error: unknown FAMILY 'lustre': one of beegfs, ceph, gpfs, nfs (registry/families)"
   IMAGES_ENV=(TOOLCHAIN=sometimes)
   images aws client
   assert_failure 2

@@ -13,6 +13,7 @@ setup() {
   HEALTH=$BATS_TEST_TMPDIR/health
   RUN=$BATS_TEST_TMPDIR/run
   mkdir -p "$KIT/scripts/lib" "$KIT/scripts/local" "$KIT/scripts/roles" "$KIT/build/wd" "$HEALTH" "$RUN/stage"
+  ln -s "$REPO/registry" "$KIT/registry"
   ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
   ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/local.sh" "$KIT/scripts/lib/"
   # Nodes are not namespaces here: a role step runs as it is, with the node's config.

@@ -30,7 +30,7 @@ locals {
       group = n.group
       # Instance type (aws), VM size (azure); null on bare metal and local.
       type  = try(local.gmap[n.group].instance_type, local.gmap[n.group].vm_size, null)
-      image = try(local.gmap[n.group].image, alltrue([for r in n.roles : endswith(r, "-client")]) ? "client" : "server")
+      image = try(local.gmap[n.group].image, alltrue([for r in n.roles : contains(local.client_roles, r)]) ? "client" : "server")
       # One EFA interface per network card (aws): 0 means ENA only.
       efa_interfaces = try(local.gmap[n.group].efa_interfaces, 0)
       # Local NVMe drives the node's data uses: instance store (aws), local NVMe (azure).
@@ -74,37 +74,18 @@ locals {
 
   # ---- cloud-init ---------------------------------------------------------------
 
-  role_phase = merge([for i, roles in local.phases_by_fs[local.fs.type] : { for r in roles : r => i }]...)
+  role_phase = { for name, r in local.role_info : name => r.phase }
 
-  # Steps a node runs at first boot, per role: only those that need no other node.
-  # Cross-node steps (the cluster's keys, starting roles in phase order, waiting for
-  # health) are run afterwards over SSH by scripts/remote-up. GPFS needs the user's
-  # installer and a cluster over SSH: nothing of it runs at boot.
-  boot_actions = {
-    "ceph-mon"       = ["install", "configure-if-first"]
-    "ceph-mgr"       = ["install"]
-    "ceph-osd"       = ["install"]
-    "ceph-mds"       = ["install"]
-    "ceph-client"    = ["install", "configure"]
-    "beegfs-mgmt"    = ["install", "configure"]
-    "beegfs-meta"    = ["install", "configure"]
-    "beegfs-storage" = ["install", "configure"]
-    "beegfs-client"  = ["install", "configure"]
-    "beegfs-mon"     = ["install", "configure"]
-    "nfs-server"     = ["install", "configure"]
-    "nfs-client"     = ["install", "configure"]
-    "gpfs-manager"   = []
-    "gpfs-nsd"       = []
-    "gpfs-client"    = []
-  }
-
+  # Steps a node runs at first boot, per role (the family file's "boot"): only those
+  # that need no other node. Cross-node steps (the cluster's keys, starting roles in
+  # phase order, waiting for health) are run afterwards over SSH by scripts/remote-up.
   boot_steps = {
     for name, n in local.nodes : name => [for s in concat(["common up tuning"], flatten([
       for key in sort([for r in n.roles : format("%02d %s", lookup(local.role_phase, r, 99), r)]) : [
-        for a in local.boot_actions[split(" ", key)[1]] : format("%s %s %s",
-          split("-", split(" ", key)[1])[0],
+        for a in compact(split(" ", local.role_info[split(" ", key)[1]].boot)) : format("%s %s %s",
+          local.role_info[split(" ", key)[1]].family,
           a == "configure-if-first" ? "configure" : a,
-          join("-", slice(split("-", split(" ", key)[1]), 1, length(split("-", split(" ", key)[1])))),
+          local.role_info[split(" ", key)[1]].component,
         ) if a != "configure-if-first" || local.cluster.first[split(" ", key)[1]] == name
       ]
     ])) : split(" ", s)]

@@ -7,12 +7,28 @@ locals {
   target = coalesce(var.target, local.lab.target)
   fs     = local.lab.filesystem
 
-  # Roles start in phases: a phase needs the services of the phases before it.
+  # File-system families (registry/families/<fs>.json, one per file system): their
+  # roles, the phases those start in, and what a cloud node runs for them at boot.
+  registry_dir = "${path.module}/../../../registry/families"
+  families = {
+    for f in fileset(local.registry_dir, "*.json") : trimsuffix(f, ".json") => jsondecode(file("${local.registry_dir}/${f}"))
+  }
+  role_info = merge([for fam in values(local.families) : {
+    for r in fam.roles : r.name => {
+      family    = fam.family
+      component = r.component
+      phase     = r.phase
+      boot      = join(" ", r.boot)
+      client    = try(r.client, false)
+    }
+  }]...)
+  client_roles = [for name, r in local.role_info : name if r.client]
+
+  # Roles start in phases: a phase needs the services of the phases before it. Every
+  # family's list has as many phases as the family that needs most.
+  phase_count = 1 + max([for r in values(local.role_info) : r.phase]...)
   phases_by_fs = {
-    cephfs = [["ceph-mon"], ["ceph-mgr"], ["ceph-osd"], ["ceph-mds"], ["ceph-client"]]
-    beegfs = [["beegfs-mgmt"], ["beegfs-meta", "beegfs-storage"], ["beegfs-mon"], ["beegfs-client"], []]
-    nfs    = [["nfs-server"], ["nfs-client"], [], [], []]
-    gpfs   = [["gpfs-manager"], ["gpfs-nsd"], ["gpfs-client"], [], []]
+    for fs, fam in local.families : fs => [for p in range(local.phase_count) : [for r in fam.roles : r.name if r.phase == p]]
   }
 
   default_paths = {
@@ -75,7 +91,7 @@ locals {
     role => [for n in local.node_list : n.name if contains(n.roles, role)]
   }
 
-  clients = sort(flatten([for role, names in local.role_nodes : names if endswith(role, "-client")]))
+  clients = sort(flatten([for role, names in local.role_nodes : names if contains(local.client_roles, role)]))
 
   cluster = {
     fsid  = uuidv5("url", "https://pfslab.example/labs/${local.lab.name}")

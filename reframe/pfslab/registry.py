@@ -1,0 +1,178 @@
+"""The kit's registry of file-system families: ``registry/families/<filesystem>.json``.
+
+A family file is the one place that says which roles a file system has, the order
+they start in, what a cloud node runs for them at first boot, which of them hold
+data or run the benchmarks, and the schema of the lab file's settings for it.
+Terraform (jsondecode), Packer, the shell (jq) and this module read the same files;
+``labs/schema.json`` takes its enums and settings from them (:func:`generate_schema`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pfslab import KIT_ROOT
+from pfslab.errors import KitError
+
+REGISTRY_DIR: Path = KIT_ROOT / "registry"
+FAMILIES_DIR: Path = REGISTRY_DIR / "families"
+FAMILY_SCHEMA: Path = REGISTRY_DIR / "family.schema.json"
+LAB_SCHEMA: Path = KIT_ROOT / "labs" / "schema.json"
+
+#: Marks what generate_schema writes into labs/schema.json.
+GENERATED = "generated from registry/families/*.json by `pfslab registry schema --write`; edit those files"
+
+
+class RegistryError(KitError, ValueError):
+    """A family file is invalid; the message is one line naming the file and field."""
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    component: str
+    phase: int
+    required: int
+    boot: tuple[str, ...]
+    data: bool
+    client: bool
+
+
+@dataclass(frozen=True)
+class Family:
+    filesystem: str
+    family: str
+    title: str
+    roles: tuple[Role, ...]
+    settings: dict[str, Any]
+
+    def role_names(self) -> list[str]:
+        return [r.name for r in self.roles]
+
+    def phases(self, count: int) -> list[list[str]]:
+        """Role names per phase, padded to ``count`` phases."""
+        return [[r.name for r in self.roles if r.phase == p] for p in range(count)]
+
+
+def _load(path: Path) -> Family:
+    import jsonschema
+
+    where = path.relative_to(KIT_ROOT) if path.is_relative_to(KIT_ROOT) else path
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise RegistryError(f"{where}: not JSON ({err})") from None
+    errors = sorted(jsonschema.Draft202012Validator(json.loads(FAMILY_SCHEMA.read_text())).iter_errors(doc),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        first = errors[0]
+        field = ".".join(map(str, first.absolute_path)) or "(top level)"
+        raise RegistryError(f"{where}: {field}: {first.message}")
+    fs, fam = doc["filesystem"], doc["family"]
+    if path.stem != fs:
+        raise RegistryError(f"{where}: filesystem {fs!r} must equal the file name {path.stem!r}")
+    for role in doc["roles"]:
+        if role["name"] != f"{fam}-{role['component']}":
+            raise RegistryError(f"{where}: role {role['name']!r} must be named {fam}-{role['component']} (<family>-<component>)")
+    if fam not in doc["settings"]:
+        raise RegistryError(f"{where}: settings has no {fam!r} key (the schema of filesystem.{fam})")
+    if not any(r.get("client") for r in doc["roles"]):
+        raise RegistryError(f"{where}: no role is marked client: true (who runs the benchmarks?)")
+    roles = tuple(
+        Role(r["name"], r["component"], r["phase"], r["required"], tuple(r["boot"]),
+             bool(r.get("data")), bool(r.get("client")))
+        for r in doc["roles"]
+    )
+    return Family(fs, fam, doc["title"], roles, doc["settings"])
+
+
+@lru_cache(maxsize=4)
+def families(directory: Path = FAMILIES_DIR) -> dict[str, Family]:
+    """Every family, keyed by its file system type, in file-name order."""
+    found = {p.stem: _load(p) for p in sorted(directory.glob("*.json"))}
+    if not found:
+        raise RegistryError(f"{directory}: no family file (registry/families/<filesystem>.json)")
+    seen: dict[str, str] = {}
+    for fs, fam in found.items():
+        if fam.family in seen:
+            raise RegistryError(f"registry/families/{fs}.json: family {fam.family!r} is also {seen[fam.family]}'s")
+        seen[fam.family] = fs
+    return found
+
+
+def family(fs_type: str) -> Family:
+    known = families()
+    if fs_type not in known:
+        raise RegistryError(f"unknown file system {fs_type!r}; known: {', '.join(known)}")
+    return known[fs_type]
+
+
+def all_roles() -> list[Role]:
+    return [r for f in families().values() for r in f.roles]
+
+
+def data_roles() -> frozenset[str]:
+    return frozenset(r.name for r in all_roles() if r.data)
+
+
+def client_roles() -> frozenset[str]:
+    return frozenset(r.name for r in all_roles() if r.client)
+
+
+def phase_count() -> int:
+    """Phases every family's list is padded to: the most any family needs."""
+    return 1 + max(r.phase for r in all_roles())
+
+
+# ---- labs/schema.json ------------------------------------------------------------------
+
+def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its family parts made from the registry: the file-system type and
+    role enums, the per-family settings fields and their ``if type then required``."""
+    out = copy.deepcopy(schema)
+    fams = families()
+    defs = out["$defs"]
+    owned = {key for f in fams.values() for key in f.settings}
+    # Delete then add, so a second run writes the same order as the first.
+    for key in [k for k, v in defs.items() if k in owned or v.get("$comment") == GENERATED]:
+        del defs[key]
+    for f in fams.values():
+        for key, definition in f.settings.items():
+            defs[key] = {"$comment": GENERATED, **definition}
+    fs = defs["filesystem"]
+    props = fs["properties"]
+    props["type"]["enum"] = list(fams)
+    refs = {f"#/$defs/{key}" for key in owned}
+    for key in [k for k, v in props.items() if v.get("$comment") == GENERATED or v.get("$ref") in refs]:
+        del props[key]
+    for f in fams.values():
+        props[f.family] = {"$comment": GENERATED, "$ref": f"#/$defs/{f.family}"}
+    fs["allOf"] = [
+        {"if": {"properties": {"type": {"const": f.filesystem}}}, "then": {"required": [f.family]}}
+        for f in fams.values()
+    ]
+    defs["node_group"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
+    return out
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schema(path: Path = LAB_SCHEMA) -> bool:
+    """Regenerate labs/schema.json in place; True when it changed."""
+    current = path.read_text()
+    wanted = schema_text(generate_schema(json.loads(current)))
+    if wanted != current:
+        path.write_text(wanted)
+    return wanted != current
+
+
+def schema_is_current(path: Path = LAB_SCHEMA) -> bool:
+    current = path.read_text()
+    return schema_text(generate_schema(json.loads(current))) == current
