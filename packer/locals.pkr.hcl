@@ -12,13 +12,14 @@ locals {
   families = {
     for f in fileset(local.family_dir, "*.json") : jsondecode(file("${local.family_dir}/${f}")).family => jsondecode(file("${local.family_dir}/${f}"))
   }
-  family = contains(keys(local.families), var.family) ? local.families[var.family] : jsondecode(file(
-    "family '${var.family}' is not one of ${join(", ", sort(keys(local.families)))} (registry/families)"
-  ))
 
   # What the image's role installs from scripts/roles/<family> (`install COMPONENT`):
   # the server image every role that is not a client's, the client image the client's.
-  components = [for r in local.family.roles : r.component if try(r.client, false) == (var.role == "client")]
+  components = contains(keys(local.families), var.family) ? [
+    for r in local.families[var.family].roles : r.component if try(r.client, false) == (var.role == "client")
+    ] : jsondecode(file(
+      "family '${var.family}' is not one of ${join(", ", sort(keys(local.families)))} (registry/families)"
+  ))
 
   # The lab-plan target a builder's images serve (the node config's `target`).
   target = {

@@ -42,7 +42,7 @@ variable "family" {
   type        = string
   default     = "ceph"
   validation {
-    condition     = can(regex("^[a-z][a-z0-9]{1,15}$", var.family))
+    condition     = length(regex_replace(var.family, "^[a-z][a-z0-9]{1,15}$", "")) == 0
     error_message = "The family must be a family name of registry/families/*.json (lower-case letters and digits), e.g. ceph."
   }
 }

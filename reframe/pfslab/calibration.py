@@ -148,7 +148,7 @@ class _Bench:
         fio = which("fio", path=tool_search_path())
         if fio is None:
             raise CalibrationError("fio is not installed (the calibration probes are fio runs); run 'make deps'")
-        scratch_root = f"{lab['filesystem']['mount']}/{lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}"
+        scratch_root = f"{lab['filesystem']['mount']}/{labs.setting(lab, 'benchmark.scratch')}"
         return cls(lab, inventory, fio, scratch_root)
 
     def probe(self, probe: Probe, client: str, work_dir: Path, scratch: str, timeout_s: float) -> list[tuple[str, float, str]]:

@@ -67,13 +67,22 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     elif args.lab_command == "system":
         print(labs.system_name(lab["name"]))
     elif args.lab_command == "show":
+        if args.target:
+            known = labs.schema_at("targets")
+            if args.target not in (known or {}).get("properties", {}):
+                raise UsageError(f"target {args.target!r} is not one of {', '.join((known or {}).get('properties', {}))}")
+            lab = labs.with_defaults(lab, args.target)
         json.dump(lab, sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
     else:
         value: object = lab
         for key in args.field.split("."):
             if not isinstance(value, dict) or key not in value:
-                raise UsageError(f"lab {lab['name']} has no field {args.field!r}")
+                # A field the lab leaves out has the schema's default, if it states one.
+                value = (labs.schema_at(args.field) or {}).get("default")
+                if value is None:
+                    raise UsageError(f"lab {lab['name']} has no field {args.field!r}")
+                break
             value = value[key]
         print(value if isinstance(value, str) else json.dumps(value))
     return 0
@@ -86,9 +95,10 @@ def _add_lab(sub: Subparsers) -> None:
     actions.add_parser("docs", help="labs/README.md, generated from labs/schema.json")
     actions.add_parser("check", help="validate a lab file").add_argument("lab", help="lab name or path to a lab file")
     actions.add_parser("system", help="the lab's ReFrame system name (for --system)").add_argument("lab")
-    show = actions.add_parser("show", help="print a validated lab as JSON (extends applied)")
+    show = actions.add_parser("show", help="print a validated lab as JSON (extends applied, defaults filled in)")
     show.add_argument("lab")
     show.add_argument("--pretty", action="store_true")
+    show.add_argument("--target", help="also fill in the defaults of this target's section (a lab rendered for another target)")
     get = actions.add_parser("get", help="print one field (dotted path) of a validated lab")
     get.add_argument("lab")
     get.add_argument("field", help="e.g. target or filesystem.mount")

@@ -56,6 +56,61 @@ def schema_default(definition: str, field: str) -> Any:
     return _schema()["$defs"][definition]["properties"][field]["default"]
 
 
+def _resolve_ref(node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = _schema()["$defs"][str(node["$ref"]).rsplit("/", 1)[-1]]
+    return node
+
+
+def schema_at(field: str) -> dict[str, Any] | None:
+    """The schema of a dotted lab field (``targets.local.bridge``), or None."""
+    node: dict[str, Any] = _schema()
+    for key in field.split("."):
+        props = _resolve_ref(node).get("properties", {})
+        if key not in props:
+            return None
+        node = props[key]
+    return _resolve_ref(node) | {k: v for k, v in node.items() if k != "$ref"}
+
+
+def _fill_defaults(node: dict[str, Any], data: Any) -> None:
+    node = _resolve_ref(node)
+    if isinstance(data, dict):
+        for key, child in node.get("properties", {}).items():
+            if key not in data:
+                default = child.get("default", _resolve_ref(child).get("default"))
+                if default is not None:
+                    data[key] = copy.deepcopy(default)
+            if key in data:
+                _fill_defaults(child, data[key])
+    elif isinstance(data, list) and isinstance(node.get("items"), dict):
+        for item in data:
+            _fill_defaults(node["items"], item)
+
+
+def setting(lab: dict[str, Any], field: str) -> Any:
+    """A dotted field of the lab, or the schema's default for it when the lab leaves it
+    out (a lab from load() has them filled; a raw document may not)."""
+    value: Any = lab
+    for key in field.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return (schema_at(field) or {}).get("default")
+        value = value[key]
+    return value
+
+
+def with_defaults(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
+    """The lab with every default the schema states filled in, for the sections it has
+    plus ``benchmark`` and the section of its own target (and of ``target``, when it is
+    rendered for another), so that no reader keeps its own copy of a default."""
+    out = copy.deepcopy(lab)
+    out.setdefault("benchmark", {})
+    for name in {out["target"], target or out["target"]}:
+        out.setdefault("targets", {}).setdefault(name, {})
+    _fill_defaults(_schema(), out)
+    return out
+
+
 def _field_path(parts: list[str | int]) -> str:
     out = ""
     for part in parts:
@@ -236,8 +291,7 @@ def _load_cached(path: Path, labs_dir: Path, stamp: tuple[tuple[Path, int], ...]
     if errors:
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise LabError(f"{_display(path)}: {errors[0]}{more}")
-    lab: dict[str, Any] = data
-    return lab
+    return with_defaults(data)
 
 
 def load_stored(path: Path) -> dict[str, Any]:
@@ -247,8 +301,7 @@ def load_stored(path: Path) -> dict[str, Any]:
     errors = validate(data, str(name))
     if errors:
         raise LabError(f"{_display(path)}: {errors[0]}")
-    lab: dict[str, Any] = data
-    return lab
+    return with_defaults(data)
 
 
 def _display(path: Path) -> str:

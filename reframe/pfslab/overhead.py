@@ -44,7 +44,7 @@ def choose(lab: dict[str, Any]) -> tuple[dict[str, Any], str, tuple[str, ...]]:
 def by_hand(lab: dict[str, Any], case: workloads.Case, tool_path: str, inventory: dict[str, Any]) -> dict[str, float]:
     """Run the case's commands directly, as an engineer would type them; figures in MiB/s or IOPS."""
     mount = lab["filesystem"]["mount"]
-    scratch = f"{mount}/{lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}/overhead-{uuid.uuid4().hex[:8]}"
+    scratch = f"{mount}/{labs.setting(lab, 'benchmark.scratch')}/overhead-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="pfslab-overhead-", dir=KIT_ROOT / "build") as work:
         per_step = handrun.run_case(lab, workloads.find(lab, case.workload), case, inventory,
                                     work_dir=Path(work), scratch_dir=scratch, tool_path=tool_path)

@@ -102,7 +102,7 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "kernel": platform.release(),
-        "mode": os.environ.get("PFSLAB_MODE") or lab.get("benchmark", {}).get("default_mode", "full"),
+        "mode": os.environ.get("PFSLAB_MODE") or labs.setting(lab, "benchmark.default_mode"),
         "machine": {"id": machine.fingerprint(facts), "facts": facts, "description": machine.describe(facts)},
         "git": git_state(),
         "spack_lock_sha256": sha256(spack_lock) if spack_lock.is_file() else None,

@@ -148,7 +148,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                 )
             tool_path = found or executable
         mount = self.lab["filesystem"]["mount"]
-        scratch = self.scratch_root or f"{mount}/{self.lab.get('benchmark', {}).get('scratch', 'pfslab-bench')}"
+        scratch = self.scratch_root or f"{mount}/{labs.setting(self.lab, 'benchmark.scratch')}"
         scratch_dir = f"{scratch}/{case.workload}-t{case.threads}-{uuid.uuid4().hex[:8]}"
         # A provisioned lab's inventory carries its launcher; a dry run takes the lab
         # file's, so the job scripts export what the real run would (RSH, MCA settings).

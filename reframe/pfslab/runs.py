@@ -58,7 +58,7 @@ class Run:
 
     @property
     def mode(self) -> str:
-        return str(self.provenance.get("mode") or self.lab.get("benchmark", {}).get("default_mode", "full"))
+        return str(self.provenance.get("mode") or labs.setting(self.lab, "benchmark.default_mode"))
 
     @cached_property
     def references(self) -> list[references.Reference]:

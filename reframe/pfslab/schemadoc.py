@@ -6,6 +6,7 @@ the committed page and the schema disagree, so the two cannot drift apart.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pfslab import labs, registry
@@ -57,7 +58,10 @@ def _rows(node: dict[str, Any], defs: dict[str, Any], prefix: str, required: set
     for name, child in node.get("properties", {}).items():
         path = f"{prefix}{name}"
         need = "yes" if name in required else ""
-        out.append(f"| `{path}` | {_type(child, defs)} | {need} | {child.get('description', '').replace('|', '/')} |")
+        meaning = child.get("description", "").replace("|", "/")
+        if "default" in child:
+            meaning += f" Default: `{json.dumps(child['default'])}`."
+        out.append(f"| `{path}` | {_type(child, defs)} | {need} | {meaning} |")
     return out
 
 

@@ -67,7 +67,7 @@ def parse_case_name(name: str) -> tuple[str, str, int, int | None]:
 
 def lab_mode(lab: dict[str, Any]) -> str:
     """quick or full: ``PFSLAB_MODE`` if set, else the lab's default (full for seed labs)."""
-    mode = os.environ.get("PFSLAB_MODE") or lab.get("benchmark", {}).get("default_mode", "full")
+    mode = os.environ.get("PFSLAB_MODE") or labs.setting(lab, "benchmark.default_mode")
     if mode not in MODES:
         raise WorkloadError(f"PFSLAB_MODE={mode!r} is not allowed; allowed: {', '.join(MODES)}")
     return str(mode)

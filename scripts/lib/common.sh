@@ -159,3 +159,11 @@ is_client_role() {
   fi
   [[ $PFSLAB_CLIENT_ROLES == *" $1 "* ]]
 }
+
+# The lab that is up: PFSLAB_LAB, else the one `make lab-up` recorded in build/active-lab
+# (reframe/pfslab/state.py answers the same for Python). Prints nothing when none is.
+active_lab() {
+  local lab=${PFSLAB_LAB:-}
+  [[ -n $lab ]] || lab=$(cat "${PFSLAB_BUILD:-$PFSLAB_ROOT/build}/active-lab" 2>/dev/null || true)
+  printf '%s' "$lab"
+}

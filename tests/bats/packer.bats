@@ -93,6 +93,8 @@ packer_offline() {
   assert_output --partial "The role must be server or client."
   packer_offline validate "${VARS[@]}" -var role=server -var family=lustre "$(templates)"
   assert_failure
+  # Packer wraps the message at 80 columns: compare it with the line breaks undone.
+  run tr -s ' \n' ' ' <<<"$output"
   assert_output --partial "family 'lustre' is not one of beegfs, ceph, gpfs, nfs (registry/families)"
   packer_offline validate "${VARS[@]}" -var role=server -var family=Ceph "$(templates)"
   assert_failure

@@ -134,3 +134,28 @@ def test_every_schema_field_has_a_description() -> None:
         if not child.get("description") and "$ref" not in child
     ]
     assert missing == [], f"fields without a description in labs/schema.json: {missing}"
+
+
+def test_a_resolved_lab_has_the_schemas_defaults_filled_in() -> None:
+    raw = yaml.safe_load((KIT / "labs" / "baremetal-cephfs-hosts.yaml").read_text())
+    assert "expiry_hours" not in raw["targets"]["baremetal"]
+    lab = labs.load("baremetal-cephfs-hosts")
+    assert lab["targets"]["baremetal"]["expiry_hours"] == labs.schema_at("targets.baremetal.expiry_hours")["default"] == 8
+    assert lab["benchmark"]["scratch"] == raw.get("benchmark", {}).get("scratch", "pfslab-bench")
+    # A value the lab states wins over the default.
+    local = labs.load("local")
+    assert local["benchmark"]["default_mode"] == "quick"
+    # Rendered for another target, that target's section gets its defaults too.
+    assert labs.with_defaults(local, "azure")["targets"]["azure"] == {"expiry_hours": 8}
+
+
+def test_lab_get_answers_a_field_the_lab_leaves_out_with_the_schemas_default() -> None:
+    def get(field: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(KIT / "scripts" / "pfslab"), "lab", "get", "aws-cephfs", field],
+                              capture_output=True, text=True, check=False)
+
+    assert get("targets.local.bridge").stdout.strip() == "pfslab0"
+    assert get("targets.local.ready_timeout_s").stdout.strip() == "60"
+    missing = get("targets.local.nosuch")
+    assert missing.returncode == 2
+    assert "has no field 'targets.local.nosuch'" in missing.stderr

@@ -29,7 +29,7 @@ module "lab" {
   state_root   = local.lab_root
   run_root     = local.run_root
   mount_path   = module.plan.lab.filesystem.mount
-  bridge       = try(module.plan.lab.targets.local.bridge, "pfslab0")
+  bridge       = module.plan.lab.targets.local.bridge
   subnet       = module.plan.lab.network.subnet
   nodes        = module.plan.nodes
   node_configs = module.plan.node_configs
@@ -69,7 +69,7 @@ output "inventory" {
       state_root = local.lab_root
       run_root   = local.run_root
       netns      = module.lab.netns
-      bridge     = try(module.plan.lab.targets.local.bridge, "pfslab0")
+      bridge     = module.plan.lab.targets.local.bridge
     }
   })
 }

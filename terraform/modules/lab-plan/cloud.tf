@@ -48,12 +48,14 @@ locals {
     }
   }
 
-  owner        = coalesce(var.owner, try(local.tmap.owner, null), "unknown")
-  expiry_hours = try(local.tmap.expiry_hours, 8)
+  owner = coalesce(var.owner, try(local.tmap.owner, null), "unknown")
+  # The resolved lab (pfslab lab show) has the target's expiry_hours, the schema's
+  # default filled in; the kit also fixes var.expiry at the first lab-up.
+  expiry_hours = try(local.tmap.expiry_hours, null)
   tags = {
     lab    = local.lab.name
     owner  = local.owner
-    expiry = coalesce(var.expiry, timeadd(plantimestamp(), "${local.expiry_hours}h"))
+    expiry = var.expiry != null ? var.expiry : (local.expiry_hours == null ? null : timeadd(plantimestamp(), "${local.expiry_hours}h"))
     pfslab = "managed"
   }
 
