@@ -155,6 +155,21 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run_dir(args: argparse.Namespace) -> int:
+    from pfslab import labs, state
+
+    labs.lab_path(args.lab)  # an unknown lab is an error here, not an empty directory
+    print(state.new_run_dir(args.lab, "-dry" if args.dry else ""))
+    return 0
+
+
+def _add_run_dir(sub: Subparsers) -> None:
+    p = sub.add_parser("run-dir", help="make a new run directory build/runs/<lab>/<UTC time>[-dry] and print it")
+    p.add_argument("lab")
+    p.add_argument("--dry", action="store_true", help="a dry run's directory (suffix -dry)")
+    p.set_defaults(handler=_cmd_run_dir)
+
+
 def _add_record(sub: Subparsers) -> None:
     p = sub.add_parser("record", help="store a run's provenance (lab, references, inventory, git, tool versions)")
     p.add_argument("run_dir")
@@ -322,7 +337,7 @@ def _add_progress(sub: Subparsers) -> None:
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
-    _add_calibrate, _add_progress, _add_registry,
+    _add_calibrate, _add_progress, _add_registry, _add_run_dir,
 )
 
 

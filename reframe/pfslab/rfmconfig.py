@@ -9,7 +9,6 @@ Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,7 @@ def run_dir(lab: str) -> Path:
     explicit = os.environ.get("PFSLAB_RUN_DIR")
     if explicit:
         return Path(explicit)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    return state.RUNS_DIR / lab / f"{stamp}-{os.getpid()}"
+    return state.RUNS_DIR / lab / state.run_name(f"-{os.getpid()}")
 
 
 def _partition(descr: str, scheduler: str, launcher: str, max_jobs: int = 1) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +36,22 @@ def inventory(lab: str) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(path.read_text())
     return data
+
+
+def run_name(suffix: str = "") -> str:
+    """A run directory's name: the UTC start time, then what kind of run it is
+    (nothing for ``make bench``, ``-dry`` for a dry run, ``-<pid>`` for a plain
+    ``reframe`` invocation)."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + suffix
+
+
+def new_run_dir(lab: str, suffix: str = "") -> Path:
+    """Make and return a new, unused run directory of the lab under build/runs/."""
+    path = RUNS_DIR / lab / run_name(suffix)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            path = path.with_name(path.name + "+")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -55,3 +56,15 @@ def test_labs_provisioned_elsewhere_get_systems_that_never_match(run_dir: Path, 
     assert "beegfs-small_plus1" in names(config) and all(
         re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", n) for n in names(config)
     )
+
+
+def test_every_run_directory_is_named_by_its_utc_start_and_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "RUNS_DIR", tmp_path)
+    monkeypatch.delenv("PFSLAB_RUN_DIR", raising=False)
+    first, second = state.new_run_dir("local"), state.new_run_dir("local")
+    dry = state.new_run_dir("local", "-dry")
+    assert re.fullmatch(r"\d{8}T\d{6}Z", first.name)
+    assert second != first and second.is_dir()  # the same second: a new name, never a shared one
+    assert re.fullmatch(r"\d{8}T\d{6}Z-dry", dry.name)
+    plain = rfmconfig.run_dir("local")
+    assert re.fullmatch(rf"\d{{8}}T\d{{6}}Z-{os.getpid()}", plain.name)
