@@ -38,6 +38,9 @@ help: ## Show the targets and the variables they take
 	@echo "           MIRROR=<bundle dir> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
 	@echo "           FAMILY=<family> (make images, default ceph)"
 	@echo
+	@echo "Targets (registry/targets/<target>.json; a lab file's target, TARGET of make user-data):"
+	@python3 -c 'import json, pathlib; [print("  {target:10} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("registry/targets").glob("*.json"))]'
+	@echo
 	@echo "File systems (registry/families/<fs>.json; FAMILY is the family):"
 	@python3 -c 'import json, pathlib; [print("  {filesystem:8} family {family:7} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("registry/families").glob("*.json"))]'
 

@@ -114,6 +114,10 @@ def _cmd_registry(args: argparse.Namespace) -> int:
         for fam in registry.families().values():
             print(f"{fam.filesystem}\t{fam.family}\t{fam.title}")
         return 0
+    if args.registry_command == "targets":
+        for tgt in registry.targets().values():
+            print(f"{tgt.target}\t{'remote' if tgt.remote else 'this host'}\t{tgt.title}")
+        return 0
     if args.registry_command == "check":
         fams = registry.families()
         if not registry.schema_is_current():
@@ -121,7 +125,9 @@ def _cmd_registry(args: argparse.Namespace) -> int:
                 "labs/schema.json is not what registry/families/*.json make; "
                 "run 'scripts/pfslab registry schema --write'"
             )
-        print(f"{len(fams)} families ({', '.join(fams)}), {len(registry.all_roles())} roles; labs/schema.json is current")
+        tgts = registry.targets()
+        print(f"{len(fams)} families ({', '.join(fams)}), {len(registry.all_roles())} roles, "
+              f"{len(tgts)} targets ({', '.join(tgts)}); labs/schema.json is current")
         return 0
     changed = registry.write_schema()
     print("labs/schema.json " + ("written from the registry" if changed else "already current"))
@@ -131,12 +137,13 @@ def _cmd_registry(args: argparse.Namespace) -> int:
 def _add_registry(sub: Subparsers) -> None:
     p = sub.add_parser(
         "registry",
-        help="the file-system families of registry/families/",
+        help="the file-system families and targets of registry/",
         description="List the families, check the family files and that labs/schema.json matches "
         "them, or write labs/schema.json's family parts from them.",
     )
     actions = p.add_subparsers(dest="registry_command", required=True)
     actions.add_parser("families", help="one line per family: file system, family, title")
+    actions.add_parser("targets", help="one line per target: name, where its nodes are, title")
     actions.add_parser("check", help="validate the family files; fail when labs/schema.json is stale")
     schema = actions.add_parser("schema", help="write labs/schema.json's enums and settings from the families")
     schema.add_argument("--write", action="store_true", required=True, help="rewrite labs/schema.json in place")

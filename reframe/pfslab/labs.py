@@ -206,8 +206,7 @@ def _check_subnet(data: dict[str, Any], groups: list[dict[str, Any]]) -> None:
     except ValueError:
         raise LabError(f"network.subnet: {subnet!r} is not a network address (e.g. 10.99.0.0/24)") from None
     nodes = sum(g["count"] for g in groups)
-    # Addresses start at host 10 (the first are for gateways and the host bridge).
-    if net.num_addresses - 2 < nodes + 10:
+    if net.num_addresses - 2 < nodes + setting(data, "network.first_address"):
         raise LabError(f"network.subnet: {subnet} has too few addresses for {nodes} nodes")
 
 

@@ -22,10 +22,12 @@ from pfslab.errors import KitError
 REGISTRY_DIR: Path = KIT_ROOT / "registry"
 FAMILIES_DIR: Path = REGISTRY_DIR / "families"
 FAMILY_SCHEMA: Path = REGISTRY_DIR / "family.schema.json"
+TARGETS_DIR: Path = REGISTRY_DIR / "targets"
+TARGET_SCHEMA: Path = REGISTRY_DIR / "target.schema.json"
 LAB_SCHEMA: Path = KIT_ROOT / "labs" / "schema.json"
 
 #: Marks what generate_schema writes into labs/schema.json.
-GENERATED = "generated from registry/families/*.json by `pfslab registry schema --write`; edit those files"
+GENERATED = "generated from registry/*/*.json by `pfslab registry schema --write`; edit those files"
 
 
 class RegistryError(KitError, ValueError):
@@ -59,20 +61,62 @@ class Family:
         return [[r.name for r in self.roles if r.phase == p] for p in range(count)]
 
 
-def _load(path: Path) -> Family:
+@dataclass(frozen=True)
+class Target:
+    target: str
+    title: str
+    remote: bool
+    terraform_root: str
+    settings: dict[str, Any]
+
+    @property
+    def settings_key(self) -> str:
+        return f"{self.target}_target"
+
+
+def _where(path: Path) -> Path:
+    return path.relative_to(KIT_ROOT) if path.is_relative_to(KIT_ROOT) else path
+
+
+def _read(path: Path, schema: Path) -> dict[str, Any]:
+    """A registry file, validated against its schema; errors are one line."""
     import jsonschema
 
-    where = path.relative_to(KIT_ROOT) if path.is_relative_to(KIT_ROOT) else path
     try:
-        doc = json.loads(path.read_text())
+        doc: dict[str, Any] = json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise RegistryError(f"{where}: not JSON ({err})") from None
-    errors = sorted(jsonschema.Draft202012Validator(json.loads(FAMILY_SCHEMA.read_text())).iter_errors(doc),
+        raise RegistryError(f"{_where(path)}: not JSON ({err})") from None
+    errors = sorted(jsonschema.Draft202012Validator(json.loads(schema.read_text())).iter_errors(doc),
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
         field = ".".join(map(str, first.absolute_path)) or "(top level)"
-        raise RegistryError(f"{where}: {field}: {first.message}")
+        raise RegistryError(f"{_where(path)}: {field}: {first.message}")
+    return doc
+
+
+def _load_target(path: Path) -> Target:
+    doc = _read(path, TARGET_SCHEMA)
+    where, name = _where(path), doc["target"]
+    if path.stem != name:
+        raise RegistryError(f"{where}: target {name!r} must equal the file name {path.stem!r}")
+    if f"{name}_target" not in doc["settings"]:
+        raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
+    return Target(name, doc["title"], doc["remote"], doc["terraform_root"], doc["settings"])
+
+
+@lru_cache(maxsize=4)
+def targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:
+    """Every target, keyed by name, in file-name order."""
+    found = {p.stem: _load_target(p) for p in sorted(directory.glob("*.json"))}
+    if not found:
+        raise RegistryError(f"{directory}: no target file (registry/targets/<target>.json)")
+    return found
+
+
+def _load(path: Path) -> Family:
+    doc = _read(path, FAMILY_SCHEMA)
+    where = _where(path)
     fs, fam = doc["filesystem"], doc["family"]
     if path.stem != fs:
         raise RegistryError(f"{where}: filesystem {fs!r} must equal the file name {path.stem!r}")
@@ -136,13 +180,14 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
     role enums, the per-family settings fields and their ``if type then required``."""
     out = copy.deepcopy(schema)
     fams = families()
+    tgts = targets()
     defs = out["$defs"]
-    owned = {key for f in fams.values() for key in f.settings}
+    owned = {key for f in fams.values() for key in f.settings} | {key for t in tgts.values() for key in t.settings}
     # Delete then add, so a second run writes the same order as the first.
     for key in [k for k, v in defs.items() if k in owned or v.get("$comment") == GENERATED]:
         del defs[key]
-    for f in fams.values():
-        for key, definition in f.settings.items():
+    for settings in [f.settings for f in fams.values()] + [t.settings for t in tgts.values()]:
+        for key, definition in settings.items():
             defs[key] = {"$comment": GENERATED, **definition}
     fs = defs["filesystem"]
     props = fs["properties"]
@@ -157,6 +202,8 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
         for f in fams.values()
     ]
     defs["node_group"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
+    out["properties"]["target"]["enum"] = list(tgts)
+    defs["targets"]["properties"] = {t.target: {"$ref": f"#/$defs/{t.settings_key}"} for t in tgts.values()}
     return out
 
 

@@ -180,7 +180,7 @@ image_shims() {
   image_shims
   images aws server
   assert_failure 2
-  assert_output "[images] error: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (see 'aws configure'); nothing was built"
+  assert_output "[images] error: scripts/images aws needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); nothing was built"
   assert_nothing_built
 }
 
@@ -190,10 +190,10 @@ image_shims() {
   IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=wrong)
   images aws all
   assert_failure 2
-  assert_output --partial "[images] error: no usable AWS credentials ('aws sts get-caller-identity' fails)"
+  assert_output "[images] error: scripts/images aws: AWS credentials were found but do not work (aws sts get-caller-identity: Unable to locate credentials); nothing was built"
   [[ ${#lines[@]} -eq 1 ]]
   run calls
-  assert_output "aws sts get-caller-identity"
+  assert_output "aws sts get-caller-identity --output text"
   [[ ! -e $BATS_TEST_TMPDIR/images ]]
 }
 
@@ -201,7 +201,7 @@ image_shims() {
   image_shims
   images azure client
   assert_failure 2
-  assert_output "[images] error: no Azure credentials: set ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID and ARM_SUBSCRIPTION_ID, or 'az login'; nothing was built"
+  assert_output "[images] error: scripts/images azure needs Azure credentials (none found: run 'az login', or set ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID and ARM_SUBSCRIPTION_ID); nothing was built"
   assert_nothing_built
 }
 

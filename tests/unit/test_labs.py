@@ -159,3 +159,12 @@ def test_lab_get_answers_a_field_the_lab_leaves_out_with_the_schemas_default() -
     missing = get("targets.local.nosuch")
     assert missing.returncode == 2
     assert "has no field 'targets.local.nosuch'" in missing.stderr
+
+
+def test_the_first_node_address_is_a_lab_setting_with_the_schemas_default(tmp_path: Path) -> None:
+    # local has 6 nodes: a /28 holds 14 hosts, enough from host 8 on but not from the default 10.
+    assert labs.load("local")["network"]["first_address"] == 10
+    with pytest.raises(labs.LabError, match=r"network\.subnet: 10\.99\.0\.0/28 has too few addresses for 6 nodes"):
+        labs.load(str(write_lab(tmp_path, "small", {"network.subnet": "10.99.0.0/28"})))
+    fits = labs.load(str(write_lab(tmp_path, "fits", {"network.subnet": "10.99.0.0/28", "network.first_address": 8})))
+    assert fits["network"]["first_address"] == 8

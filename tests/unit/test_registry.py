@@ -1,10 +1,11 @@
-"""The family registry (registry/families/*.json): one place for each file-system fact.
+"""The registry (registry/families/*.json, registry/targets/*.json): one place for each
+file-system and target fact.
 
-The committed family files are valid and ``labs/schema.json`` is what they make; a bad
-family file is refused in one line; and an example family added from fixtures only
-(``tests/fixtures/registry/``: its family file, a role stub and a lab) shows up in the
-schema, the lab plan, the dry run and ``make help`` of a copy of the kit, with no
-other file edited.
+The committed files are valid and ``labs/schema.json`` is what they make; a bad family
+file is refused in one line; and an example family and an example target added from
+fixtures only (``tests/fixtures/registry/``: a family file, a role stub, a target file,
+an adapter stub and a lab for each) show up in the schema, the lab plan, the dry run
+and ``make help`` of a copy of the kit, with no other file edited.
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ def test_phases_start_beegfs_management_first_and_clients_last() -> None:
     assert phases[0] == ["beegfs-mgmt"]
     assert phases[-1] == ["beegfs-client"]
     assert phases.index(["beegfs-mon"]) > phases.index(["beegfs-meta", "beegfs-storage"])
+
+
+def test_the_targets_and_their_settings_come_from_the_target_files() -> None:
+    targets = registry.targets()
+    assert set(targets) == {"local", "aws", "azure", "baremetal"}
+    schema = labs._schema()
+    assert schema["properties"]["target"]["enum"] == list(targets)
+    assert schema["$defs"]["targets"]["properties"]["aws"] == {"$ref": "#/$defs/aws_target"}
+    assert [t for t, info in targets.items() if not info.remote] == ["local"]
+    for name in targets:
+        assert (KIT / "scripts" / "targets" / f"{name}.sh").is_file(), f"target {name} has no adapter"
 
 
 def test_data_and_client_roles_come_from_the_family_files() -> None:
@@ -91,10 +103,14 @@ def example_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not PYTHON.exists():
         pytest.skip(f"{PYTHON} is missing: run 'make deps'")
     root = kit_copy(tmp_path_factory.mktemp("kit"))
-    # The whole extension: a family file, a role script and a lab that uses them.
+    # The whole extension: a family file, a role script and a lab that uses them; a
+    # target file, its adapter and a lab on it.
     shutil.copy2(EXAMPLE / "lustre.json", root / "registry" / "families" / "lustre.json")
     shutil.copy2(EXAMPLE / "lustre-role", root / "scripts" / "roles" / "lustre")
     shutil.copy2(EXAMPLE / "lustre-example.yaml", root / "labs" / "lustre-example.yaml")
+    shutil.copy2(EXAMPLE / "gcp.json", root / "registry" / "targets" / "gcp.json")
+    shutil.copy2(EXAMPLE / "gcp-adapter.sh", root / "scripts" / "targets" / "gcp.sh")
+    shutil.copy2(EXAMPLE / "gcp-example.yaml", root / "labs" / "gcp-example.yaml")
     written = run(root, str(PYTHON), "scripts/pfslab", "registry", "schema", "--write")
     assert written.returncode == 0, written.stderr
     return root
@@ -148,3 +164,63 @@ def test_an_example_family_appears_in_make_help(example_kit: Path) -> None:
     assert helped.returncode == 0, helped.stderr
     assert "lustre   family lustre  Lustre (example family" in helped.stdout
     assert "lustre-example" in helped.stdout
+
+
+# ---- an example target from fixtures only --------------------------------------------------
+
+def test_an_example_target_appears_in_the_schema(example_kit: Path) -> None:
+    schema = json.loads((example_kit / "labs" / "schema.json").read_text())
+    assert "gcp" in schema["properties"]["target"]["enum"]
+    assert schema["$defs"]["targets"]["properties"]["gcp"] == {"$ref": "#/$defs/gcp_target"}
+    checked = run(example_kit, str(PYTHON), "scripts/pfslab", "lab", "check", "gcp-example")
+    assert checked.returncode == 0, checked.stderr
+    # Its settings are checked like any target's, and its defaults are filled in.
+    got = run(example_kit, str(PYTHON), "scripts/pfslab", "lab", "get", "gcp-example", "targets.gcp.expiry_hours")
+    assert got.stdout.strip() == "8", got.stderr
+
+
+def test_an_example_target_appears_in_the_lab_plan(example_kit: Path, tmp_path: Path) -> None:
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not installed (make deps-test installs it)")
+    out = tmp_path / "render"
+    rendered = run(example_kit, "scripts/render-user-data", "gcp-example", "gcp", str(out))
+    assert rendered.returncode == 0, rendered.stderr
+    plan = json.loads((out / "plan.json").read_text())
+    assert {m["kind"] for m in plan["machines"].values()} == {"gcp_instance"}
+    assert plan["machines"]["osd0"]["nvme_model"] == "nvme_card"
+    assert plan["machines"]["cli1"]["image"] == "client"
+    assert plan["tags"]["expiry"].endswith("Z")
+    # network.first_address of the lab file places the nodes (mon0 is the first).
+    assert plan["machines"]["mon0"]["ethernet_address"] == "10.20.0.20"
+    assert plan["machines"]["cli1"]["ethernet_address"] == "10.20.0.25"
+    # A node group the lab file does not map is a problem of the plan, as on aws.
+    lab = (example_kit / "labs" / "gcp-example.yaml").read_text()
+    (example_kit / "labs" / "gcp-unmapped.yaml").write_text(
+        lab.replace("name: gcp-example", "name: gcp-unmapped").replace("      cli: {machine_type: c2-standard-8}\n", ""))
+    unmapped = run(example_kit, "scripts/render-user-data", "gcp-unmapped", "gcp", str(tmp_path / "unmapped"))
+    (example_kit / "labs" / "gcp-unmapped.yaml").unlink()
+    assert unmapped.returncode == 1
+    assert "targets.gcp.groups has no entry for node group cli" in unmapped.stderr
+
+
+def test_an_example_target_appears_in_the_dry_run_and_lab_up(example_kit: Path) -> None:
+    dry = run(example_kit, "scripts/dry-run", "gcp-example")
+    assert dry.returncode == 0, dry.stderr + dry.stdout
+    jobs = sorted((example_kit / "build" / "runs" / "gcp-example").glob("*-dry/stage/**/rfm_job.sh"))
+    assert jobs and "/mnt/cephfs/pfslab-bench" in jobs[0].read_text()
+    # lab-up needs the target's Terraform root (a real target brings terraform/envs/<t>
+    # and its module), then goes through the adapter: its credential check, nothing made.
+    no_root = run(example_kit, "scripts/lab", "up", "gcp-example")
+    assert no_root.returncode == 2
+    assert "target 'gcp' has no Terraform root" in no_root.stderr
+    (example_kit / "terraform" / "envs" / "gcp").mkdir()
+    env_free = run(example_kit, "env", "-u", "GOOGLE_APPLICATION_CREDENTIALS", "scripts/lab", "up", "gcp-example")
+    assert env_free.returncode == 2
+    assert "lab gcp-example needs Google Cloud credentials (none found: set GOOGLE_APPLICATION_CREDENTIALS)" in env_free.stderr
+    assert not (example_kit / "build" / "gcp-example").exists()
+
+
+def test_an_example_target_appears_in_make_help(example_kit: Path) -> None:
+    helped = run(example_kit, "make", "--no-print-directory", "help")
+    assert helped.returncode == 0, helped.stderr
+    assert "  gcp        Google Cloud (example target" in helped.stdout

@@ -9,12 +9,12 @@ variable "lab_file" {
 }
 
 variable "target" {
-  description = "Target to render for: local, aws, azure or baremetal."
+  description = "Target to render for: one of registry/targets/<target>.json."
   type        = string
 
   validation {
-    condition     = contains(["local", "aws", "azure", "baremetal"], var.target)
-    error_message = "The target must be one of local, aws, azure, baremetal."
+    condition     = fileexists("${path.module}/../../../registry/targets/${var.target}.json")
+    error_message = "The target must be one of registry/targets/*.json (local, aws, azure, baremetal, ...)."
   }
 }
 

@@ -7,26 +7,19 @@ locals {
   tmap = try(local.lab.targets[local.target], {})
   gmap = try(local.tmap.groups, {})
 
-  # Local NVMe drives are found by model: the names the kernel gives them change
-  # between boots and instance types, the model string does not.
-  nvme_models = {
-    local     = ""
-    aws       = "Amazon EC2 NVMe Instance Storage"
-    azure     = "Microsoft NVMe Direct Disk"
-    baremetal = ""
-  }
+  # The target's file (registry/targets/<target>.json): what a node becomes there,
+  # the model of its local NVMe drives (found by model: the names the kernel gives
+  # them change between boots and instance types, the model string does not), and
+  # whether each node group must be mapped to a machine type.
+  target_info = jsondecode(file("${path.module}/../../../registry/targets/${local.target}.json"))
 
   baremetal_maas = try(local.lab.targets.baremetal.maas, null) != null
 
   # One shape for every target, so the adapters read the same fields.
   machines = {
     for n in local.node_list : n.name => {
-      kind = {
-        local     = "netns"
-        aws       = "aws_instance"
-        azure     = "azure_vm"
-        baremetal = contains(keys(local.host_addresses), n.name) ? "host" : "maas"
-      }[local.target]
+      # Bare metal: a node the lab file gives no existing host for is a MAAS machine.
+      kind  = local.target == "baremetal" && !contains(keys(local.host_addresses), n.name) ? "maas" : local.target_info.machine_kind
       group = n.group
       # Instance type (aws), VM size (azure); null on bare metal and local.
       type  = try(local.gmap[n.group].instance_type, local.gmap[n.group].vm_size, null)
@@ -35,7 +28,7 @@ locals {
       efa_interfaces = try(local.gmap[n.group].efa_interfaces, 0)
       # Local NVMe drives the node's data uses: instance store (aws), local NVMe (azure).
       local_nvme     = try(local.gmap[n.group].instance_store_drives, local.gmap[n.group].local_nvme_drives, 0)
-      nvme_model     = try(local.gmap[n.group].nvme_model, local.nvme_models[local.target])
+      nvme_model     = try(local.gmap[n.group].nvme_model, local.target_info.nvme_model)
       data_devices   = try(tolist(local.gmap[n.group].data_devices), [])
       root_volume_gb = try(local.gmap[n.group].root_volume_gb, local.gmap[n.group].os_disk_gb, 64)
       infiniband     = try(local.gmap[n.group].infiniband, false)
@@ -44,7 +37,7 @@ locals {
       distro_series  = try(local.gmap[n.group].distro_series, try(local.lab.targets.baremetal.maas.distro_series, null))
       ipoib_address  = try(local.gmap[n.group].infiniband, false) && local.target == "azure" ? local.nodes[n.name].address : null
       # The lab address on the Ethernet side (Azure: VNet; the lab subnet is IPoIB there).
-      ethernet_address = local.target == "azure" && try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, var.first_address + local.nodes[n.name].position) : local.nodes[n.name].address
+      ethernet_address = local.target == "azure" && try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, local.first_address + local.nodes[n.name].position) : local.nodes[n.name].address
     }
   }
 
@@ -66,10 +59,10 @@ locals {
 
   # What makes a plan unusable for its target; the roots refuse to apply with any.
   problems = concat(
-    [for g in local.groups : "targets.${local.target}.groups has no entry for node group ${g}" if contains(["aws", "azure"], local.target) && !contains(keys(local.gmap), g)],
+    [for g in local.groups : "targets.${local.target}.groups has no entry for node group ${g}" if local.target_info.maps_groups && !contains(keys(local.gmap), g)],
     [for g in keys(local.gmap) : "targets.${local.target}.groups.${g}: the lab has no node group ${g}" if !contains(local.groups, g)],
     [for g in local.groups : "targets.aws.groups.${g}.efa_interfaces is ${try(local.gmap[g].efa_interfaces, 0)} but node group ${g} lists ${local.hw_efa[g]} EFA NIC(s)" if local.target == "aws" && contains(keys(local.gmap), g) && local.hw_efa[g] > 0 && try(local.gmap[g].efa_interfaces, 0) != local.hw_efa[g]],
-    [for g in local.groups : "targets.${local.target}.groups.${g}: ${local.hw_nvme[g]} local data drive(s) in the lab file but ${try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)} local NVMe drive(s) mapped" if contains(["aws", "azure"], local.target) && contains(keys(local.gmap), g) && local.hw_nvme[g] != try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)],
+    [for g in local.groups : "targets.${local.target}.groups.${g}: ${local.hw_nvme[g]} local data drive(s) in the lab file but ${try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)} local NVMe drive(s) mapped" if local.target_info.maps_groups && contains(keys(local.gmap), g) && local.hw_nvme[g] != try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)],
     [for unmapped in [sort([for name, m in local.machines : name if local.target == "baremetal" && m.kind == "maas" && !local.baremetal_maas])] : "targets.baremetal has neither a hosts entry nor a maas section for node(s) ${join(", ", unmapped)}" if length(unmapped) > 0],
     [for name, u in local.user_data : "node ${name}: its user-data is ${floor(length(base64gzip(u)) * 3 / 4)} bytes gzipped, over the 16384 bytes EC2 accepts" if local.target == "aws" && length(base64gzip(u)) * 3 / 4 > 16384],
   )

@@ -7,6 +7,11 @@ locals {
   target = coalesce(var.target, local.lab.target)
   fs     = local.lab.filesystem
 
+  # A lab resolved by the kit (pfslab lab show) has every default filled in; a raw lab
+  # file (terraform test) gets the schema's, read from labs/schema.json.
+  schema_defs   = jsondecode(file("${path.module}/../../../labs/schema.json"))["$defs"]
+  first_address = coalesce(var.first_address, try(local.lab.network.first_address, local.schema_defs.network.properties.first_address.default))
+
   # File-system families (registry/families/<fs>.json, one per file system): their
   # roles, the phases those start in, and what a cloud node runs for them at boot.
   registry_dir = "${path.module}/../../../registry/families"
@@ -80,7 +85,7 @@ locals {
   nodes = {
     for pos, n in local.node_list : n.name => merge(n, {
       position = pos
-      address  = lookup(local.host_addresses, n.name, cidrhost(local.lab.network.subnet, var.first_address + pos))
+      address  = lookup(local.host_addresses, n.name, cidrhost(local.lab.network.subnet, local.first_address + pos))
       osd_ids  = [for k in range(local.osds_per_node[pos]) : sum(concat([0], slice(local.osds_per_node, 0, pos))) + k]
       paths    = { for k, v in local.path_templates : k => replace(v, "{node}", n.name) }
     })

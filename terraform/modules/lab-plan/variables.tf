@@ -9,13 +9,13 @@ variable "lab_file" {
 }
 
 variable "target" {
-  description = "Provisioning target: local, aws, azure or baremetal. Null means the lab file's own target."
+  description = "Provisioning target: one of registry/targets/<target>.json. Null means the lab file's own target."
   type        = string
   default     = null
 
   validation {
-    condition     = var.target == null || contains(["local", "aws", "azure", "baremetal"], coalesce(var.target, "local"))
-    error_message = "The target must be one of local, aws, azure, baremetal."
+    condition     = var.target == null || fileexists("${path.module}/../../../registry/targets/${coalesce(var.target, "local")}.json")
+    error_message = "The target must be one of registry/targets/*.json (local, aws, azure, baremetal, ...)."
   }
 }
 
@@ -37,12 +37,12 @@ variable "paths" {
 }
 
 variable "first_address" {
-  description = "Host number, within the lab's subnet, of the first node; lower numbers stay free for gateways and the host bridge."
+  description = "Host number, within the lab's subnet, of the first node; lower numbers stay free for gateways and the host bridge. Null means the lab file's network.first_address (its default is the schema's)."
   type        = number
-  default     = 10
+  default     = null
 
   validation {
-    condition     = var.first_address >= 2 && var.first_address == floor(var.first_address)
+    condition     = var.first_address == null || (coalesce(var.first_address, 2) >= 2 && coalesce(var.first_address, 2) == floor(coalesce(var.first_address, 2)))
     error_message = "The first_address must be a whole number of at least 2."
   }
 }

@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# Target adapter: Amazon EC2 (registry/targets/aws.json). Sourced by scripts/lab and
+# scripts/images after scripts/lib/common.sh; defines the target_* functions only.
+
+# Any AWS credential source the SDKs read, without asking AWS.
+aws_configured() {
+  [[ -n ${AWS_ACCESS_KEY_ID:-} && -n ${AWS_SECRET_ACCESS_KEY:-} ]] && return 0
+  [[ -n ${AWS_PROFILE:-}${AWS_WEB_IDENTITY_TOKEN_FILE:-}${AWS_CONTAINER_CREDENTIALS_FULL_URI:-}${AWS_CONTAINER_CREDENTIALS_RELATIVE_URI:-} ]] && return 0
+  [[ -s ${AWS_SHARED_CREDENTIALS_FILE:-${HOME:-/nonexistent}/.aws/credentials} || -s ${AWS_CONFIG_FILE:-${HOME:-/nonexistent}/.aws/config} ]]
+}
+
+# Usage: target_credentials LAB WHO NONE    dies with one line when none work
+target_credentials() {
+  local who=$2 none=$3 out
+  if command -v aws >/dev/null 2>&1; then
+    # The CLI knows every source (profiles, SSO, instance roles): ask AWS itself.
+    out=$(timeout 60 aws sts get-caller-identity --output text 2>&1) && return 0
+    aws_configured &&
+      die "$who: AWS credentials were found but do not work (aws sts get-caller-identity: $(sed '/^$/d' <<<"$out" | tail -n 1)); $none"
+  elif aws_configured; then
+    return 0
+  fi
+  die "$who needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); $none"
+}
+
+# What AWS still holds tagged with the lab, one ARN per line.
+target_leftovers() {
+  local lab=$1 region
+  region=$(pfslab lab get "$lab" targets.aws.region)
+  aws resourcegroupstaggingapi get-resources --region "$region" --tag-filters "Key=lab,Values=$lab" \
+    --query 'ResourceTagMappingList[].ResourceARN' --output text | tr '\t' '\n' | sed '/^$/d; /^None$/d'
+}
+
+target_gone() { echo "nothing tagged lab=$1 is left (aws resourcegroupstaggingapi get-resources)"; }

@@ -1,0 +1,16 @@
+# shellcheck shell=bash
+# Target adapter: Azure (registry/targets/azure.json). Sourced by scripts/lab and
+# scripts/images after scripts/lib/common.sh; defines the target_* functions only.
+
+# Usage: target_credentials LAB WHO NONE    dies with one line when none work
+target_credentials() {
+  local who=$2 none=$3
+  [[ -n ${ARM_CLIENT_ID:-} && -n ${ARM_TENANT_ID:-} && -n ${ARM_SUBSCRIPTION_ID:-} ]] && return 0
+  command -v az >/dev/null 2>&1 && timeout 60 az account show --output none >/dev/null 2>&1 && return 0
+  die "$who needs Azure credentials (none found: run 'az login', or set ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID and ARM_SUBSCRIPTION_ID); $none"
+}
+
+# What Azure still holds tagged with the lab, one resource id per line.
+target_leftovers() { az resource list --tag "lab=$1" --query '[].id' --output tsv | sed '/^$/d'; }
+
+target_gone() { echo "nothing tagged lab=$1 is left (az resource list --tag lab=$1)"; }
