@@ -68,22 +68,18 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         print(labs.system_name(lab["name"]))
     elif args.lab_command == "show":
         if args.target:
-            known = labs.schema_at("targets")
-            if args.target not in (known or {}).get("properties", {}):
-                raise UsageError(f"target {args.target!r} is not one of {', '.join((known or {}).get('properties', {}))}")
+            from pfslab import registry
+
+            if args.target not in registry.targets():
+                raise UsageError(f"target {args.target!r} is not one of {', '.join(registry.targets())}")
             lab = labs.with_defaults(lab, args.target)
         json.dump(lab, sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
     else:
-        value: object = lab
-        for key in args.field.split("."):
-            if not isinstance(value, dict) or key not in value:
-                # A field the lab leaves out has the schema's default, if it states one.
-                value = (labs.schema_at(args.field) or {}).get("default")
-                if value is None:
-                    raise UsageError(f"lab {lab['name']} has no field {args.field!r}")
-                break
-            value = value[key]
+        # A field the lab leaves out has the schema's default, if it states one.
+        value = labs.setting(lab, args.field)
+        if value is None:
+            raise UsageError(f"lab {lab['name']} has no field {args.field!r}")
         print(value if isinstance(value, str) else json.dumps(value))
     return 0
 
@@ -138,8 +134,8 @@ def _add_registry(sub: Subparsers) -> None:
     p = sub.add_parser(
         "registry",
         help="the file-system families and targets of registry/",
-        description="List the families, check the family files and that labs/schema.json matches "
-        "them, or write labs/schema.json's family parts from them.",
+        description="List the families or targets, check the registry files and that labs/schema.json "
+        "matches them, or write labs/schema.json's family and target parts from them.",
     )
     actions = p.add_subparsers(dest="registry_command", required=True)
     actions.add_parser("families", help="one line per family: file system, family, title")
