@@ -22,6 +22,8 @@ A ?=
 B ?=
 REFRAME_ARGS ?=
 PYTHON := .venv/bin/python
+# The kit's command (pfslab/cli.py), installed into .venv by `make deps`.
+PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
@@ -72,7 +74,7 @@ bench: ## Run the running lab's workloads with ReFrame; keep the run under build
 	scripts/bench $(REFRAME_ARGS)
 
 user-data: ## Render LAB's cloud-init user-data for TARGET (default: the lab's target) into build/user-data/LAB
-	scripts/render-user-data $(LAB) $(or $(TARGET),$$($(PYTHON) scripts/pfslab lab get $(LAB) target)) build/user-data/$(LAB)
+	scripts/render-user-data $(LAB) $(or $(TARGET),$$($(PFSLAB) lab get $(LAB) target)) build/user-data/$(LAB)
 
 remote-up: ## Resume the SSH bring-up (boot wait, cluster files, phases, preflight) of a provisioned cloud or bare-metal lab
 	scripts/remote-up $(LAB)
@@ -88,11 +90,11 @@ dry-run: ## Write the job scripts of labs that run elsewhere (LABS="a b", defaul
 	scripts/dry-run $(LABS)
 
 report: ## HTML report and PNG plots of a run (RUN=<lab>/<timestamp>; default: the newest run)
-	$(PYTHON) scripts/pfslab report $(RUN)
+	$(PFSLAB) report $(RUN)
 
 compare: ## What changed from run A to run B (A=<lab>/<timestamp> B=...), noise taken into account
 	@[[ -n "$(A)" && -n "$(B)" ]] || { echo "make compare needs two runs: A=<lab>/<timestamp> B=<lab>/<timestamp> (see build/runs/)" >&2; exit 2; }
-	$(PYTHON) scripts/pfslab compare $(A) $(B)
+	$(PFSLAB) compare $(A) $(B)
 
 baseline: ## Run the suite REPEAT times (default 3) and write the lab's references from the spread
 	REPEAT=$(REPEAT) scripts/baseline $(REFRAME_ARGS)

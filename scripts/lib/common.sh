@@ -29,6 +29,13 @@ require_fuse() {
   [[ -c /dev/fuse ]] || die "/dev/fuse is missing; the lab's ceph-fuse clients need FUSE (load the fuse module or give the container /dev/fuse)"
 }
 
+# The kit's own command (pfslab/cli.py), installed into .venv by `make deps`.
+pfslab() {
+  local cli=$PFSLAB_ROOT/.venv/bin/pfslab
+  [[ -x $cli ]] || die "the kit's command $cli is missing; run 'make deps' first"
+  "$cli" "$@"
+}
+
 # Read a field of the node's config (JSON written by the lab plan): cfg '.node.name'
 cfg() {
   jq -er "$1" "${PFSLAB_NODE_CONFIG:?PFSLAB_NODE_CONFIG is not set}"
@@ -161,7 +168,7 @@ is_client_role() {
 }
 
 # The lab that is up: PFSLAB_LAB, else the one `make lab-up` recorded in build/active-lab
-# (reframe/pfslab/state.py answers the same for Python). Prints nothing when none is.
+# (pfslab/state.py answers the same for Python). Prints nothing when none is.
 active_lab() {
   local lab=${PFSLAB_LAB:-}
   [[ -n $lab ]] || lab=$(cat "${PFSLAB_BUILD:-$PFSLAB_ROOT/build}/active-lab" 2>/dev/null || true)

@@ -11,7 +11,7 @@ REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 setup() {
   KIT=$BATS_TEST_TMPDIR/kit
   mkdir -p "$KIT/labs"
-  for entry in scripts registry reframe terraform .venv requirements.txt; do
+  for entry in scripts registry pfslab pyproject.toml reframe terraform .venv requirements.txt; do
     ln -s "$REPO/$entry" "$KIT/$entry"
   done
   cp "$REPO"/labs/*.yaml "$REPO/labs/schema.json" "$KIT/labs/"
@@ -133,7 +133,7 @@ derive_lab() {
 }
 
 @test "reframe -c reframe/ -r with no lab up fails and says which lab to bring up" {
-  run env PFSLAB_ROOT="$KIT" RFM_CONFIG_FILES="$KIT/reframe/config/pfslab.py" \
+  run env PFSLAB_ROOT="$KIT" RFM_CONFIG_FILES="$KIT/reframe/config/settings.py" \
     "$REPO/.venv/bin/reframe" -c "$KIT/reframe/" -r --nocolor
   assert_failure
   assert_output --partial "no lab is up: run 'make lab-up' first"
@@ -141,7 +141,7 @@ derive_lab() {
 }
 
 @test "reframe --dry-run --system <seed lab> writes that lab's job script with no lab up" {
-  run env PFSLAB_ROOT="$KIT" RFM_CONFIG_FILES="$KIT/reframe/config/pfslab.py" \
+  run env PFSLAB_ROOT="$KIT" RFM_CONFIG_FILES="$KIT/reframe/config/settings.py" \
     "$REPO/.venv/bin/reframe" -c "$KIT/reframe/" --dry-run --system pixstor-capex --nocolor \
     -n 'IOR%case=pixstor-capex/ior-n1/16$'
   assert_success
@@ -151,6 +151,6 @@ derive_lab() {
 }
 
 @test "the kit's activate script points ReFrame at the kit whether or not a lab is up" {
-  run grep -E "^export RFM_CONFIG_FILES='$REPO/reframe/config/pfslab.py'$" "$REPO/.venv/bin/activate"
+  run grep -E "^export RFM_CONFIG_FILES='$REPO/reframe/config/settings.py'$" "$REPO/.venv/bin/activate"
   assert_success
 }

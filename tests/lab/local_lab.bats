@@ -22,7 +22,7 @@ setup_file() {
   # The local lab's bridge, namespaces and /run/pfslab/<lab> are per machine, not per
   # checkout: a lab another checkout left up would make every test below fail on it.
   local bridge
-  bridge=$("$REPO/scripts/pfslab" lab get "$LAB" targets.local.bridge)
+  bridge=$("$REPO/.venv/bin/pfslab" lab get "$LAB" targets.local.bridge)
   if ip link show "$bridge" >/dev/null 2>&1 || [[ -e /run/pfslab/$LAB ]]; then
     echo "# another checkout's lab '$LAB' is up on this machine (bridge $bridge or /run/pfslab/$LAB exists); take it down there with 'make lab-down' first" >&3
     return 1

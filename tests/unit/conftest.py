@@ -1,13 +1,11 @@
 """Shared pytest setup for the kit's unit tests.
 
-The kit is not installed: its package lives in ``reframe/`` (beside the ReFrame
-tests), so that directory goes on ``sys.path`` here, as ``scripts/pfslab`` does.
+The kit's package ``pfslab`` is installed into ``.venv`` (editable) by ``make deps``.
 Real tool outputs used as test data live in ``tests/fixtures/<tool>/``.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,9 +13,6 @@ import pytest
 
 KIT = Path(__file__).resolve().parents[2]
 FIXTURES = KIT / "tests" / "fixtures"
-
-if str(KIT / "reframe") not in sys.path:
-    sys.path.insert(0, str(KIT / "reframe"))
 
 
 @pytest.fixture

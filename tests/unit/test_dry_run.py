@@ -27,7 +27,7 @@ from pfslab import labs
 
 KIT = Path(__file__).resolve().parents[2]
 REFRAME = KIT / ".venv" / "bin" / "reframe"
-CONFIG = KIT / "reframe" / "config" / "pfslab.py"
+CONFIG = KIT / "reframe" / "config" / "settings.py"
 SEED_LABS = ["pixstor-capex", "nss73-ha", "beegfs-small", "beegfs-small+1", "beegfs-small+2", "beegfs-medium",
              "beegfs-medium+1", "cephfs-stria"]
 BUDGET_S = 60.0
@@ -105,7 +105,7 @@ def kit_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The kit with an empty build/: no lab is up in this tree."""
     root = tmp_path_factory.mktemp("kit")
     (root / "build").mkdir()
-    for name in ("labs", "registry", "reframe", "scripts", "terraform"):
+    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "terraform"):
         (root / name).symlink_to(KIT / name)
     return root
 

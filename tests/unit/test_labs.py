@@ -12,6 +12,8 @@ import yaml
 from pfslab import labs, registry
 
 KIT = Path(__file__).resolve().parents[2]
+#: The kit's command, installed beside the interpreter running the tests (make deps).
+PFSLAB = Path(sys.executable).with_name("pfslab")
 
 
 def write_lab(tmp_path: Path, name: str, change: dict[str, object] | None = None, drop: str | None = None) -> Path:
@@ -104,7 +106,7 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
 def test_cli_check_fails_in_one_line_with_status_2(tmp_path: Path) -> None:
     path = write_lab(tmp_path, "cli", {"filesystem.type": "zfs"})
     run = subprocess.run(
-        [sys.executable, str(KIT / "scripts" / "pfslab"), "lab", "check", str(path)],
+        [str(PFSLAB), "lab", "check", str(path)],
         capture_output=True, text=True, check=False,
     )
     assert run.returncode == 2
@@ -122,7 +124,7 @@ def test_labs_readme_is_generated_from_the_schema() -> None:
     from pfslab import schemadoc
 
     committed = (KIT / "labs" / "README.md").read_text()
-    assert committed == schemadoc.render(), "labs/README.md is stale: run 'scripts/pfslab lab docs > labs/README.md'"
+    assert committed == schemadoc.render(), "labs/README.md is stale: run 'pfslab lab docs > labs/README.md'"
 
 
 def test_every_schema_field_has_a_description() -> None:
@@ -151,7 +153,7 @@ def test_a_resolved_lab_has_the_schemas_defaults_filled_in() -> None:
 
 def test_lab_get_answers_a_field_the_lab_leaves_out_with_the_schemas_default() -> None:
     def get(field: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(KIT / "scripts" / "pfslab"), "lab", "get", "aws-cephfs", field],
+        return subprocess.run([str(PFSLAB), "lab", "get", "aws-cephfs", field],
                               capture_output=True, text=True, check=False)
 
     assert get("targets.local.bridge").stdout.strip() == "pfslab0"

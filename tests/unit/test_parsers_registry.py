@@ -1,4 +1,4 @@
-"""The parser registry (``pfslab.parsers``) and ``scripts/pfslab parse`` end to end."""
+"""The parser registry (``pfslab.parsers``) and ``pfslab parse`` end to end."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pfslab import parsers
 from pfslab.results import ParseError
 
 KIT = Path(__file__).resolve().parents[2]
-PFSLAB = KIT / "scripts" / "pfslab"
+#: The kit's command, installed beside the interpreter running the tests (make deps).
+PFSLAB = Path(sys.executable).with_name("pfslab")
 
 
 def test_registry_names_every_tool() -> None:
@@ -60,7 +61,7 @@ def test_parse_file_on_the_wrong_tool_says_so(fixtures_dir: Path) -> None:
 
 def _pfslab(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(PFSLAB), *args], capture_output=True, text=True, timeout=60, check=False
+        [str(PFSLAB), *args], capture_output=True, text=True, timeout=60, check=False
     )
 
 

@@ -22,13 +22,13 @@ from pfslab import labs, registry
 
 KIT = Path(__file__).resolve().parents[2]
 EXAMPLE = KIT / "tests" / "fixtures" / "registry"
-PYTHON = KIT / ".venv" / "bin" / "python"
+PFSLAB = KIT / ".venv" / "bin" / "pfslab"
 
 
 def test_the_family_files_are_valid_and_the_schema_is_what_they_make() -> None:
     families = registry.families()
     assert set(families) >= {"cephfs", "beegfs", "nfs", "gpfs"}
-    assert registry.schema_is_current(), "labs/schema.json is stale: run 'scripts/pfslab registry schema --write'"
+    assert registry.schema_is_current(), "labs/schema.json is stale: run 'pfslab registry schema --write'"
     schema = labs._schema()
     assert schema["$defs"]["filesystem"]["properties"]["type"]["enum"] == list(families)
     assert schema["$defs"]["node_group"]["properties"]["roles"]["items"]["enum"] == [r.name for r in registry.all_roles()]
@@ -86,7 +86,7 @@ def kit_copy(root: Path) -> Path:
     for name in ("labs", "registry", "scripts", "terraform"):
         shutil.copytree(KIT / name, root / name, ignore=ignore, symlinks=True)
     shutil.copy2(KIT / "Makefile", root / "Makefile")
-    for name in ("reframe", ".venv", "requirements.txt"):
+    for name in ("pfslab", "pyproject.toml", "reframe", ".venv", "requirements.txt"):
         (root / name).symlink_to(KIT / name)
     (root / "build").mkdir()
     return root
@@ -100,8 +100,8 @@ def run(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def example_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not PYTHON.exists():
-        pytest.skip(f"{PYTHON} is missing: run 'make deps'")
+    if not PFSLAB.exists():
+        pytest.skip(f"{PFSLAB} is missing: run 'make deps'")
     root = kit_copy(tmp_path_factory.mktemp("kit"))
     # The whole extension: a family file, a role script and a lab that uses them; a
     # target file, its adapter and a lab on it.
@@ -111,7 +111,7 @@ def example_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy2(EXAMPLE / "gcp.json", root / "registry" / "targets" / "gcp.json")
     shutil.copy2(EXAMPLE / "gcp-adapter.sh", root / "scripts" / "targets" / "gcp.sh")
     shutil.copy2(EXAMPLE / "gcp-example.yaml", root / "labs" / "gcp-example.yaml")
-    written = run(root, str(PYTHON), "scripts/pfslab", "registry", "schema", "--write")
+    written = run(root, str(PFSLAB), "registry", "schema", "--write")
     assert written.returncode == 0, written.stderr
     return root
 
@@ -122,13 +122,13 @@ def test_an_example_family_appears_in_the_schema(example_kit: Path) -> None:
     assert {"lustre-mgs", "lustre-mds", "lustre-oss", "lustre-client"} <= set(
         schema["$defs"]["node_group"]["properties"]["roles"]["items"]["enum"])
     assert schema["$defs"]["lustre"]["properties"]["fsname"]["pattern"] == "^[a-z][a-z0-9]{0,7}$"
-    checked = run(example_kit, str(PYTHON), "scripts/pfslab", "lab", "check", "lustre-example")
+    checked = run(example_kit, str(PFSLAB), "lab", "check", "lustre-example")
     assert checked.returncode == 0, checked.stderr
     # Its rules hold like any family's: a lab without an OSS is refused, naming the role.
     lab = (example_kit / "labs" / "lustre-example.yaml").read_text()
     (example_kit / "labs" / "lustre-nooss.yaml").write_text(
         lab.replace("name: lustre-example", "name: lustre-nooss").replace("roles: [lustre-oss]", "roles: [lustre-mds]"))
-    refused = run(example_kit, str(PYTHON), "scripts/pfslab", "lab", "check", "lustre-nooss")
+    refused = run(example_kit, str(PFSLAB), "lab", "check", "lustre-nooss")
     (example_kit / "labs" / "lustre-nooss.yaml").unlink()
     assert refused.returncode == 2
     assert "a lustre lab needs at least 1 node(s) with role lustre-oss" in refused.stderr
@@ -172,10 +172,10 @@ def test_an_example_target_appears_in_the_schema(example_kit: Path) -> None:
     schema = json.loads((example_kit / "labs" / "schema.json").read_text())
     assert "gcp" in schema["properties"]["target"]["enum"]
     assert schema["$defs"]["targets"]["properties"]["gcp"] == {"$ref": "#/$defs/gcp_target"}
-    checked = run(example_kit, str(PYTHON), "scripts/pfslab", "lab", "check", "gcp-example")
+    checked = run(example_kit, str(PFSLAB), "lab", "check", "gcp-example")
     assert checked.returncode == 0, checked.stderr
     # Its settings are checked like any target's, and its defaults are filled in.
-    got = run(example_kit, str(PYTHON), "scripts/pfslab", "lab", "get", "gcp-example", "targets.gcp.expiry_hours")
+    got = run(example_kit, str(PFSLAB), "lab", "get", "gcp-example", "targets.gcp.expiry_hours")
     assert got.stdout.strip() == "8", got.stderr
 
 

@@ -13,6 +13,8 @@ from pfslab import verdict
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 KIT = Path(__file__).resolve().parents[2]
+#: The kit's command, installed beside the interpreter running the tests (make deps).
+PFSLAB = Path(sys.executable).with_name("pfslab")
 
 
 def rows_of(name: str) -> list[verdict.Row]:
@@ -60,7 +62,7 @@ def test_a_directory_without_report_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_cli_exit_status_follows_the_verdict() -> None:
     def run(name: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(KIT / "scripts" / "pfslab"), "verdict", "--json", str(RUNS / name)],
+        return subprocess.run([str(PFSLAB), "verdict", "--json", str(RUNS / name)],
                               capture_output=True, text=True, check=False)
 
     failed, quiet = run("local-mixed-verdicts"), run("local-quick-suite")

@@ -14,12 +14,13 @@ locals {
   target_info = jsondecode(file("${path.module}/../../../registry/targets/${local.target}.json"))
 
   baremetal_maas = try(local.lab.targets.baremetal.maas, null) != null
+  existing_hosts = local.target == "baremetal" ? keys(try(local.lab.targets.baremetal.hosts, {})) : []
 
   # One shape for every target, so the adapters read the same fields.
   machines = {
     for n in local.node_list : n.name => {
       # Bare metal: a node the lab file gives no existing host for is a MAAS machine.
-      kind  = local.target == "baremetal" && !contains(keys(local.host_addresses), n.name) ? "maas" : local.target_info.machine_kind
+      kind  = local.target == "baremetal" && !contains(local.existing_hosts, n.name) ? "maas" : local.target_info.machine_kind
       group = n.group
       # Instance type (aws), VM size (azure); null on bare metal and local.
       type  = try(local.gmap[n.group].instance_type, local.gmap[n.group].vm_size, null)
@@ -37,7 +38,7 @@ locals {
       distro_series  = try(local.gmap[n.group].distro_series, try(local.lab.targets.baremetal.maas.distro_series, null))
       ipoib_address  = try(local.gmap[n.group].infiniband, false) && local.target == "azure" ? local.nodes[n.name].address : null
       # The lab address on the Ethernet side (Azure: VNet; the lab subnet is IPoIB there).
-      ethernet_address = local.target == "azure" && try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, local.first_address + local.nodes[n.name].position) : local.nodes[n.name].address
+      ethernet_address = local.target == "azure" && try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, local.lab.network.first_address + n.position) : local.nodes[n.name].address
     }
   }
 

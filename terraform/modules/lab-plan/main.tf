@@ -1,16 +1,14 @@
-# The lab plan: lab file + target in; nodes, their configs and the inventory out.
-# Provider-free on purpose: every decision about a lab is made here, so
-# `terraform test` checks it offline and the adapters only create what it says.
+# The lab plan: the resolved lab in; the nodes' paths, configs, user-data and the
+# inventory out. Provider-free on purpose: every decision about a lab is made here or
+# by the kit before (pfslab/layout.py: node names, addresses, OSD ids, clients, start
+# phases, read from the lab's `derived` part), so `terraform test` checks it offline
+# and the adapters only create what it says.
 
 locals {
-  lab    = yamldecode(file(var.lab_file))
-  target = coalesce(var.target, local.lab.target)
+  lab    = jsondecode(file(var.lab_file))
+  layout = local.lab.derived
+  target = local.layout.target
   fs     = local.lab.filesystem
-
-  # A lab resolved by the kit (pfslab lab show) has every default filled in; a raw lab
-  # file (terraform test) gets the schema's, read from labs/schema.json.
-  schema_defs   = jsondecode(file("${path.module}/../../../labs/schema.json"))["$defs"]
-  first_address = coalesce(var.first_address, try(local.lab.network.first_address, local.schema_defs.network.properties.first_address.default))
 
   # File-system families (registry/families/<fs>.json, one per file system): their
   # roles, the phases those start in, and what a cloud node runs for them at boot.
@@ -28,13 +26,6 @@ locals {
     }
   }]...)
   client_roles = [for name, r in local.role_info : name if r.client]
-
-  # Roles start in phases: a phase needs the services of the phases before it. Every
-  # family's list has as many phases as the family that needs most.
-  phase_count = 1 + max([for r in values(local.role_info) : r.phase]...)
-  phases_by_fs = {
-    for fs, fam in local.families : fs => [for p in range(local.phase_count) : [for r in fam.roles : r.name if r.phase == p]]
-  }
 
   default_paths = {
     local = {
@@ -57,37 +48,15 @@ locals {
     { for k, v in var.paths : k => v if v != null },
   )
 
-  node_list = flatten([
-    for group in local.lab.node_groups : [
-      for index in range(group.count) : {
-        name     = "${group.name}${index}"
-        group    = group.name
-        index    = index
-        roles    = group.roles
-        hardware = try(group.hardware, {})
-      }
-    ]
-  ])
+  node_list = local.layout.nodes
 
-  # OSD ids are global and consecutive, in node order: one per data drive.
-  osds_per_node = [
-    for n in local.node_list : contains(n.roles, "ceph-osd") ? max(1, sum(concat([0], [
-      for d in try(n.hardware.drives, []) : d.count if d.use == "data"
-    ]))) : 0
-  ]
   data_drive = {
     for n in local.node_list : n.name => try([for d in n.hardware.drives : d if d.use == "data"][0], null)
   }
 
-  # Existing bare-metal hosts keep the addresses they have (targets.baremetal.hosts).
-  host_addresses = { for name, addr in try(local.lab.targets.baremetal.hosts, {}) : name => addr if local.target == "baremetal" }
-
   nodes = {
-    for pos, n in local.node_list : n.name => merge(n, {
-      position = pos
-      address  = lookup(local.host_addresses, n.name, cidrhost(local.lab.network.subnet, local.first_address + pos))
-      osd_ids  = [for k in range(local.osds_per_node[pos]) : sum(concat([0], slice(local.osds_per_node, 0, pos))) + k]
-      paths    = { for k, v in local.path_templates : k => replace(v, "{node}", n.name) }
+    for n in local.node_list : n.name => merge(n, {
+      paths = { for k, v in local.path_templates : k => replace(v, "{node}", n.name) }
     })
   }
 
@@ -96,7 +65,7 @@ locals {
     role => [for n in local.node_list : n.name if contains(n.roles, role)]
   }
 
-  clients = sort(flatten([for role, names in local.role_nodes : names if contains(local.client_roles, role)]))
+  clients = tolist(local.layout.clients)
 
   cluster = {
     fsid  = uuidv5("url", "https://pfslab.example/labs/${local.lab.name}")
@@ -137,12 +106,7 @@ locals {
   }
 
   # Each phase as "node/role" keys, the unit the adapters start and stop.
-  phases = [
-    for roles in local.phases_by_fs[local.fs.type] : {
-      for pair in flatten([for role in roles : [for name in try(local.role_nodes[role], []) : { node = name, role = role }]]) :
-      "${pair.node}/${pair.role}" => pair
-    }
-  ]
+  phases = [for pairs in local.layout.phases : { for pair in pairs : "${pair.node}/${pair.role}" => pair }]
 
   inventory = {
     lab        = local.lab.name

@@ -1,5 +1,5 @@
 output "lab" {
-  description = "The lab file as read (validated beforehand by `scripts/pfslab lab check`)."
+  description = "The lab file as read (validated beforehand by `.venv/bin/pfslab lab check`)."
   value       = local.lab
 }
 

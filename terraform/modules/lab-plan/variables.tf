@@ -1,21 +1,31 @@
 variable "lab_file" {
-  description = "Path of the lab: a lab file (labs/<name>.yaml) or the kit's resolved copy (build/<lab>/lab.json, with `extends` applied). The plan reads nothing else about the lab."
+  description = "Path of the lab as the kit resolved it (build/<lab>/lab.json, written by `pfslab lab show [--target T]`): `extends` applied, defaults filled in and its layout derived. The plan reads nothing else about the lab."
   type        = string
 
   validation {
-    condition     = can(regex("\\.(ya?ml|json)$", var.lab_file)) && fileexists(var.lab_file)
-    error_message = "The lab_file must be an existing .yaml or .json file, such as labs/local.yaml."
+    condition     = endswith(var.lab_file, ".json") && fileexists(var.lab_file)
+    error_message = "The lab_file must be an existing resolved lab (.json), such as build/<lab>/lab.json from `pfslab lab show <lab>`."
+  }
+
+  validation {
+    condition     = !fileexists(var.lab_file) || can(jsondecode(file(var.lab_file)).derived.nodes)
+    error_message = "The lab_file has no derived layout: give the kit's resolved lab (`pfslab lab show <lab>`), not a lab file."
   }
 }
 
 variable "target" {
-  description = "Provisioning target: one of registry/targets/<target>.json. Null means the lab file's own target."
+  description = "Provisioning target the lab was resolved for: one of registry/targets/<target>.json. Null means the resolved lab's. A root that provisions one target names it, so that a lab resolved for another is refused."
   type        = string
   default     = null
 
   validation {
     condition     = var.target == null || fileexists("${path.module}/../../../registry/targets/${coalesce(var.target, "local")}.json")
     error_message = "The target must be one of registry/targets/*.json (local, aws, azure, baremetal, ...)."
+  }
+
+  validation {
+    condition     = var.target == null || !can(jsondecode(file(var.lab_file)).derived.target) || try(jsondecode(file(var.lab_file)).derived.target == var.target, false)
+    error_message = "The lab_file was resolved for another target: resolve it with `pfslab lab show --target <target> <lab>`."
   }
 }
 
@@ -33,17 +43,6 @@ variable "paths" {
   validation {
     condition     = alltrue([for p in values(var.paths) : p == null || startswith(coalesce(p, "/"), "/")])
     error_message = "Every path must be absolute."
-  }
-}
-
-variable "first_address" {
-  description = "Host number, within the lab's subnet, of the first node; lower numbers stay free for gateways and the host bridge. Null means the lab file's network.first_address (its default is the schema's)."
-  type        = number
-  default     = null
-
-  validation {
-    condition     = var.first_address == null || (coalesce(var.first_address, 2) >= 2 && coalesce(var.first_address, 2) == floor(coalesce(var.first_address, 2)))
-    error_message = "The first_address must be a whole number of at least 2."
   }
 }
 

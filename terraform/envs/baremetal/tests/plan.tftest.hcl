@@ -13,7 +13,7 @@ run "existing_hosts_become_the_inventory" {
   command = plan
 
   variables {
-    lab_file = abspath("../../../labs/baremetal-cephfs-hosts.yaml")
+    lab_file = abspath("../../../build/terraform-test/baremetal-cephfs-hosts@baremetal.json")
   }
 
   assert {
@@ -56,7 +56,7 @@ run "refuses_a_lab_without_hosts" {
   command = plan
 
   variables {
-    lab_file = abspath("../../../labs/aws-nfs.yaml")
+    lab_file = abspath("../../../build/terraform-test/aws-nfs@baremetal.json")
   }
 
   expect_failures = [terraform_data.host]
@@ -66,7 +66,7 @@ run "rejects_a_private_key_file" {
   command = plan
 
   variables {
-    lab_file            = abspath("../../../labs/baremetal-cephfs-hosts.yaml")
+    lab_file            = abspath("../../../build/terraform-test/baremetal-cephfs-hosts@baremetal.json")
     ssh_public_key_file = "/opt/pfslab/build/x/ssh/id_ed25519"
   }
 

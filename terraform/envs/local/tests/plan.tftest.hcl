@@ -10,7 +10,7 @@ run "inventory_of_the_local_lab" {
   command = plan
 
   variables {
-    lab_file = abspath("../../../labs/local.yaml")
+    lab_file = abspath("../../../build/terraform-test/local@local.json")
   }
 
   assert {

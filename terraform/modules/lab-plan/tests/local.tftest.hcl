@@ -1,7 +1,8 @@
 # The lab plan of the embedded local lab, checked offline (no provider, no apply).
 
+# The resolved labs are written by scripts/check-terraform (`pfslab lab export`).
 variables {
-  lab_file = "../../../labs/local.yaml"
+  lab_file = "../../../build/terraform-test/local@local.json"
   target   = "local"
   paths = {
     state   = "/srv/lab/nodes/{node}"
@@ -83,8 +84,9 @@ run "cloud_targets_use_system_paths_and_devices" {
   command = plan
 
   variables {
-    target = "aws"
-    paths  = {}
+    lab_file = "../../../build/terraform-test/local@aws.json"
+    target   = "aws"
+    paths    = {}
   }
 
   assert {
@@ -108,6 +110,27 @@ run "rejects_a_missing_lab_file" {
   expect_failures = [var.lab_file]
 }
 
+run "rejects_a_raw_lab_file" {
+  command = plan
+
+  variables {
+    lab_file = "../../../labs/local.yaml"
+  }
+
+  expect_failures = [var.lab_file]
+}
+
+run "rejects_a_lab_resolved_for_another_target" {
+  command = plan
+
+  variables {
+    lab_file = "../../../build/terraform-test/local@aws.json"
+    target   = "local"
+  }
+
+  expect_failures = [var.target]
+}
+
 run "rejects_an_unknown_target" {
   command = plan
 
@@ -122,8 +145,9 @@ run "a_cloud_plan_names_its_problems" {
   command = plan
 
   variables {
-    target = "aws"
-    paths  = {}
+    lab_file = "../../../build/terraform-test/local@aws.json"
+    target   = "aws"
+    paths    = {}
   }
 
   assert {

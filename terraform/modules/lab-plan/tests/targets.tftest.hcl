@@ -2,7 +2,8 @@
 # mappings checked in detail on the cloud reproductions. Offline: no provider.
 
 variables {
-  labs_dir = "../../../labs"
+  # Written by scripts/check-terraform (`pfslab lab export`).
+  resolved_dir = "../../../build/terraform-test"
 }
 
 run "every_lab_and_target_plans_without_problems" {

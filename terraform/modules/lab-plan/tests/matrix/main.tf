@@ -1,27 +1,23 @@
-# Test helper: the lab plan of every shipped lab for every target it maps (its own
-# `target` and each key of its `targets`), so `terraform test` covers new labs
-# without anyone adding a run block. Labs that `extends` another are read resolved
-# by the kit (build/<lab>/lab.json); raw, they are partial, so they are listed as
-# skipped here and covered by tests/unit/test_user_data.py, which renders resolved labs.
+# Test helper: the lab plan of every shipped lab for every target it is meant for (its
+# own `target` and each key of its `targets`), so `terraform test` covers new labs
+# without anyone adding a run block. It plans the labs as the kit resolves them
+# (`pfslab lab export`, run by scripts/check-terraform): `extends` applied, defaults
+# filled in, the layout derived.
 
-variable "labs_dir" {
-  description = "Directory of the lab files (labs/)."
+variable "resolved_dir" {
+  description = "Directory written by `pfslab lab export`: <lab>@<target>.json and pairs.json."
   type        = string
 
   validation {
-    condition     = length(fileset(var.labs_dir, "*.yaml")) > 0
-    error_message = "The labs_dir holds no lab files."
+    condition     = fileexists("${var.resolved_dir}/pairs.json")
+    error_message = "The resolved_dir has no pairs.json: run scripts/check-terraform (it runs `pfslab lab export`)."
   }
 }
 
 locals {
-  raw     = { for f in fileset(var.labs_dir, "*.yaml") : trimsuffix(f, ".yaml") => yamldecode(file("${var.labs_dir}/${f}")) }
-  skipped = sort([for name, lab in local.raw : name if contains(keys(lab), "extends")])
-  pairs = merge([
-    for name, lab in local.raw : {
-      for t in distinct(concat([lab.target], keys(try(lab.targets, {})))) : "${name}/${t}" => { file = "${var.labs_dir}/${name}.yaml", target = t, mapped = t == "local" || contains(keys(try(lab.targets, {})), t) }
-    } if !contains(keys(lab), "extends")
-  ]...)
+  pairs = {
+    for key, p in jsondecode(file("${var.resolved_dir}/pairs.json")) : key => merge(p, { file = "${var.resolved_dir}/${p.file}" }) if p.planned
+  }
 }
 
 module "plan" {
@@ -36,11 +32,6 @@ module "plan" {
 output "pairs" {
   description = "Every lab/target planned."
   value       = sort(keys(local.pairs))
-}
-
-output "skipped" {
-  description = "Labs that extend another (planned from their resolved form elsewhere)."
-  value       = local.skipped
 }
 
 output "plans" {

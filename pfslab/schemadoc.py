@@ -1,6 +1,6 @@
 """labs/README.md, generated from labs/schema.json: the schema documents itself.
 
-``scripts/pfslab lab docs > labs/README.md`` regenerates it; a unit test fails when
+``.venv/bin/pfslab lab docs > labs/README.md`` regenerates it; a unit test fails when
 the committed page and the schema disagree, so the two cannot drift apart.
 """
 
@@ -16,7 +16,7 @@ HEADER = """# Lab files
 A lab is one storage configuration, described once in `labs/<name>.yaml` and read by
 everything else (Terraform's lab plan, the node roles, ReFrame, reports). Files are
 validated against [`schema.json`](schema.json) before anything runs; an error names
-the field and what is allowed (`scripts/pfslab lab check <lab>`).
+the field and what is allowed (`.venv/bin/pfslab lab check <lab>`).
 
 A lab may `extends:` another (mappings merge, lists replace) and `imports:` other
 labs' workloads to run their shapes in quick mode. Labs shipped:
@@ -28,7 +28,7 @@ also gives this schema its `filesystem.type` and role names; roles start in phas
 
 {families}
 
-This page is generated from the schema by `scripts/pfslab lab docs`; do not edit it.
+This page is generated from the schema by `.venv/bin/pfslab lab docs`; do not edit it.
 
 ## Fields
 """

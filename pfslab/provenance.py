@@ -82,7 +82,8 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
     shutil.copy2(lab_file, run_dir / "lab.yaml")
     # The lab as the run used it (extends applied) and its references: a report is
     # rebuilt from the run directory alone, even after the kit's files change.
-    (run_dir / "lab.json").write_text(json.dumps(labs.load(lab_name), indent=2) + "\n")
+    lab = state.lab(lab_name)
+    (run_dir / "lab.json").write_text(json.dumps(lab, indent=2) + "\n")
     refs = references.path_for(lab_name)
     if refs.is_file():
         shutil.copy2(refs, run_dir / "references.yaml")
@@ -93,7 +94,6 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
     cal = calibration.path_for(lab_name)
     if cal.is_file():
         shutil.copy2(cal, run_dir / calibration.FILE_NAME)
-    lab = labs.load(lab_name)
     facts = machine.facts_for(lab)
     spack_lock = KIT_ROOT / "spack" / "spack.lock"
     data = {

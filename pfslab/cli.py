@@ -1,4 +1,4 @@
-"""``scripts/pfslab``: subcommands for users and for the kit's own scripts.
+"""``pfslab``: subcommands for users and for the kit's own scripts.
 
 Every failure is one line on stderr naming the bad value, and exit status 2.
 Subcommands import what they need when they run, so the command line starts fast.
@@ -56,6 +56,12 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     if args.lab_command == "list":
         print("\n".join(labs.lab_names()))
         return 0
+    if args.lab_command == "export":
+        from pfslab import layout
+
+        written = layout.export(Path(args.directory))
+        print(f"{written} resolved lab(s) in {args.directory}")
+        return 0
     if args.lab_command == "docs":
         from pfslab import schemadoc
 
@@ -73,7 +79,9 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             if args.target not in registry.targets():
                 raise UsageError(f"target {args.target!r} is not one of {', '.join(registry.targets())}")
             lab = labs.with_defaults(lab, args.target)
-        json.dump(lab, sys.stdout, indent=2 if args.pretty else None)
+        from pfslab import layout
+
+        json.dump(layout.resolved(lab, args.target), sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
     else:
         # A field the lab leaves out has the schema's default, if it states one.
@@ -91,10 +99,14 @@ def _add_lab(sub: Subparsers) -> None:
     actions.add_parser("docs", help="labs/README.md, generated from labs/schema.json")
     actions.add_parser("check", help="validate a lab file").add_argument("lab", help="lab name or path to a lab file")
     actions.add_parser("system", help="the lab's ReFrame system name (for --system)").add_argument("lab")
-    show = actions.add_parser("show", help="print a validated lab as JSON (extends applied, defaults filled in)")
+    show = actions.add_parser("show", help="print a validated lab as JSON (extends applied, defaults filled in, its layout derived)")
     show.add_argument("lab")
     show.add_argument("--pretty", action="store_true")
-    show.add_argument("--target", help="also fill in the defaults of this target's section (a lab rendered for another target)")
+    show.add_argument("--target", help="the target to fill in defaults and lay the lab out for (default: the lab's own)")
+    export = actions.add_parser(
+        "export", help="write every lab resolved for every target (DIR/<lab>@<target>.json) and DIR/pairs.json; "
+        "the Terraform tests plan these")
+    export.add_argument("directory")
     get = actions.add_parser("get", help="print one field (dotted path) of a validated lab")
     get.add_argument("lab")
     get.add_argument("field", help="e.g. target or filesystem.mount")
@@ -119,7 +131,7 @@ def _cmd_registry(args: argparse.Namespace) -> int:
         if not registry.schema_is_current():
             raise UsageError(
                 "labs/schema.json is not what registry/families/*.json make; "
-                "run 'scripts/pfslab registry schema --write'"
+                "run '.venv/bin/pfslab registry schema --write'"
             )
         tgts = registry.targets()
         print(f"{len(fams)} families ({', '.join(fams)}), {len(registry.all_roles())} roles, "

@@ -38,6 +38,29 @@ def inventory(lab: str) -> dict[str, Any] | None:
     return data
 
 
+def resolved_lab_path(lab: str) -> Path:
+    """The lab as ``make lab-up`` resolved it (``pfslab lab show``), with its layout."""
+    return BUILD_DIR / lab / "lab.json"
+
+
+def lab(name: str) -> dict[str, Any]:
+    """The lab as this command must see it, resolved once with its layout: during a run,
+    the run's copy (``$PFSLAB_RUN_DIR/lab.json``); for a lab that is up, the copy its
+    lab-up wrote; otherwise resolved now from ``labs/``."""
+    from pfslab import labs, layout
+
+    run_dir = os.environ.get("PFSLAB_RUN_DIR")
+    candidates = [Path(run_dir) / "lab.json"] if run_dir else []
+    if inventory(name) is not None:
+        candidates.append(resolved_lab_path(name))
+    for path in candidates:
+        if path.is_file():
+            data: dict[str, Any] = json.loads(path.read_text())
+            if data.get("name") == name and layout.KEY in data:
+                return data
+    return layout.resolved(labs.load(name))
+
+
 def run_name(suffix: str = "") -> str:
     """A run directory's name: the UTC start time, then what kind of run it is
     (nothing for ``make bench``, ``-dry`` for a dry run, ``-<pid>`` for a plain

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, distribution, labs
+from pfslab import KIT_ROOT, distribution, labs, state
 from pfslab.units import format_size, parse_size
 from pfslab.errors import KitError
 
@@ -137,7 +137,7 @@ def cases(tool: str, lab_names: list[str] | None = None) -> list[Case]:
     """
     out: list[Case] = []
     for name in lab_names if lab_names is not None else labs.lab_names():
-        lab = labs.load(name)
+        lab = state.lab(name)
         mode = lab_mode(lab)
         for workload in lab.get("workloads", []):
             if workload["tool"] == tool:

@@ -92,7 +92,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
     @run_after("init")
     def bind_case(self) -> None:
         case: workloads.Case = self.case
-        self.lab = labs.load(case.lab)
+        # Resolved once (the run's copy of the lab, with its layout), not re-read from labs/.
+        self.lab = state.lab(case.lab)
         self.workload = workloads.find(self.lab, case.workload)
         self.valid_systems = [f"{labs.system_name(case.lab)}:clients"]
         where = f"{case.threads} threads" if case.nodes is None else f"{case.nodes} nodes x {case.threads // case.nodes} processes"
@@ -114,7 +115,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         if inventory is not None:
             by_name = {n["name"]: n for n in inventory["nodes"]}
             return [workloads.Client(c, by_name[c]["address"]) for c in inventory["clients"]], inventory
-        # Not provisioned (a seed lab's dry run): the lab file's client names stand in.
+        # Not provisioned (a seed lab's dry run): the client names stand in, in node order.
         return [workloads.Client(n["name"], n["name"]) for n in labs.client_nodes(self.lab)], None
 
     @run_after("setup")
@@ -228,14 +229,16 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                 results.append(parse_text(self.workload["tool"], handle.read()))
         return results[0] if len(results) == 1 else _sum_results(results)
 
-    @sanity_function
-    def assert_complete(self) -> bool:
-        """Every step ran and exited 0, and every measured figure is in its complete output."""
+    def _samples(self) -> dict[str, tuple[str, list[float]]]:
+        """Per figure, its unit and its value in each iteration, read from the raw outputs.
+
+        Raises SanityError naming the first step that did not run, failed, or left an
+        incomplete output. The sanity check and every figure read through this.
+        """
         with open(os.path.join(self.stagedir, str(self.stdout)), errors="replace") as handle:
             job_output = handle.read()
         seen = {int(n): int(rc) for n, rc in re.findall(r"pfslab: step (\d+) exit status (\d+)", job_output)}
-        samples: dict[str, list[float]] = {}
-        self.result_units: dict[str, str] = {}
+        samples: dict[str, tuple[str, list[float]]] = {}
         for n, step in enumerate(self.rendered.steps, start=1):
             if step.kind != "run":
                 continue
@@ -259,11 +262,24 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                     have = ", ".join(sorted(parsed.operations)) or "none"
                     raise SanityError(f"step {n}: the output has no {op!r} figure (it has: {have})")
                 figure = parsed.operations[op]
-                unit = self.result_units.setdefault(op, figure.unit)
-                samples.setdefault(op, []).append(convert(figure.mean, figure.unit, unit))
-        # Over iterations, the mean (as the seeds averaged three IOzone runs, seven io_shell copies).
-        self.results: dict[str, float] = {op: sum(v) / len(v) for op, v in samples.items()}
+                unit, values = samples.setdefault(op, (figure.unit, []))
+                values.append(convert(figure.mean, figure.unit, unit))
+        return samples
+
+    @sanity_function
+    def assert_complete(self) -> bool:
+        """Every step ran and exited 0, and every measured figure is in its complete output."""
+        samples = self._samples()
+        missing = [op for op in self._measured() if op not in samples]
+        if missing:
+            raise SanityError(f"no step measured {', '.join(missing)}")
         return True
+
+    def figure(self, op: str, unit: str) -> float:
+        """The performance function of one figure: over iterations, the mean (as the
+        seeds averaged three IOzone runs, seven io_shell copies), in ``unit``."""
+        native, values = self._samples()[op]
+        return convert(sum(values) / len(values), native, unit)
 
     @run_before("performance")
     def define_figures(self) -> None:
@@ -272,9 +288,10 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         case: workloads.Case = self.case
         table = self.reference.get(f"{labs.system_name(case.lab)}:clients", {})
         judge = thresholds.for_lab(case.lab)
+        native_units = {op: unit for op, (unit, _) in self._samples().items()}
         self.perf_variables = {}
         for op in self._measured():
-            native = self.result_units.get(op, "MiB/s")
+            native = native_units.get(op, "MiB/s")
             if op not in table:
                 # No stored reference: the lab's calibration judges it, by the probe of
                 # the kind the figure turned out to be (a bandwidth, or a rate).
@@ -283,8 +300,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                 if ref is not None:
                     table[op] = (ref.value, ref.lower, ref.upper, ref.unit)
             unit = table[op][3] if op in table else (native if kind_of(native) != "bandwidth" else DEFAULT_UNITS["bandwidth"])
-            value = convert(self.results[op], native, unit)
-            self.perf_variables[op] = sn.make_performance_function(_const(value), unit)
+            self.perf_variables[op] = sn.make_performance_function(self.figure, unit, op, unit)
         self.reference = {f"{labs.system_name(case.lab)}:clients": table}
 
 
@@ -299,10 +315,6 @@ def lab_unhealthy() -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if data.get("state") == "unhealthy" else None
-
-
-def _const(value: float) -> Any:
-    return lambda: value
 
 
 def _sum_results(results: list[ParseResult]) -> ParseResult:

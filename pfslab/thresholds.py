@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pfslab import calibration, labs, machine, references
+from pfslab import calibration, machine, references, state
 
 
 @dataclass
@@ -68,7 +68,7 @@ def calibration_file(lab_name: str, run_dir: Path | None = None) -> Path:
 
 @lru_cache(maxsize=8)
 def _judge(lab_name: str, run_dir: str, stamps: tuple[int, ...]) -> Judge:
-    lab = labs.load(lab_name)
+    lab = state.lab(lab_name)
     cal = calibration.load(calibration_file(lab_name, Path(run_dir) if run_dir else None))
     return Judge(lab, references.load(lab_name), machine_id_for(lab), cal)
 

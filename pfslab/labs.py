@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from pfslab import KIT_ROOT, registry
+from pfslab import KIT_ROOT, layout, registry
 from pfslab.errors import KitError
 
 LABS_DIR: Path = KIT_ROOT / "labs"
@@ -165,7 +165,7 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
         errors.append(f"node_groups: role {role} does not belong to a {fs_type} lab")
     ceph = data.get("filesystem", {}).get("ceph")
     if fs_type == "cephfs" and ceph and ceph.get("failure_domain", "host") == "osd":
-        osds = _osd_count(groups)
+        osds = layout.osd_count(data)
         if osds < ceph["pool_size"]:
             errors.append(
                 f"filesystem.ceph.pool_size: {ceph['pool_size']} replicas need at least as many OSDs; the lab has {osds}"
@@ -183,16 +183,6 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
     except LabError as err:
         errors.append(str(err))
     return errors
-
-
-def _osd_count(groups: list[dict[str, Any]]) -> int:
-    total = 0
-    for group in groups:
-        if "ceph-osd" in group["roles"]:
-            drives = [d for d in group.get("hardware", {}).get("drives", []) if d["use"] == "data"]
-            per_node = sum(d["count"] for d in drives) or 1
-            total += group["count"] * per_node
-    return total
 
 
 def _check_subnet(data: dict[str, Any], groups: list[dict[str, Any]]) -> None:
@@ -311,18 +301,13 @@ def _display(path: Path) -> str:
 
 
 def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
-    """Expand node groups into nodes named ``<group><index>`` (the lab plan does the same in HCL)."""
-    out: list[dict[str, Any]] = []
-    for group in lab["node_groups"]:
-        for index in range(group["count"]):
-            out.append({"name": f"{group['name']}{index}", "group": group["name"], "index": index, "roles": group["roles"]})
-    return out
+    """The lab's nodes, named ``<group><index>`` (:mod:`pfslab.layout`)."""
+    return layout.nodes(lab)
 
 
 def client_nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
     """Nodes that mount the file system and run benchmark threads."""
-    clients = registry.client_roles()
-    return [n for n in nodes(lab) if clients & set(n["roles"])]
+    return [n for n in layout.nodes(lab) if layout.is_client(n)]
 
 
 def system_name(lab: str) -> str:

@@ -1,10 +1,6 @@
 # ReFrame configuration of the kit: `make lab-up` exports RFM_CONFIG_FILES pointing
 # here. The systems come from the running lab and the lab files (pfslab.rfmconfig).
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pfslab import rfmconfig  # noqa: E402
+# The kit's package comes from the environment ReFrame runs in (.venv, `make deps`).
+from pfslab import rfmconfig
 
 site_configuration = rfmconfig.build()

@@ -1,0 +1,117 @@
+"""A lab's layout: the facts derived from its node groups, computed here only.
+
+Nodes are named ``<group><index>`` in node-group order; each gets the address of its
+position in the lab's subnet (from ``network.first_address``) unless it is an existing
+host with an address of its own (``targets.baremetal.hosts``), and the Ceph OSD ids of
+its data drives (global, consecutive in node order, at least one per OSD node). The
+clients are the nodes with a client role of the registry; the phases list, per start
+phase of the family, the node/role pairs that start in it.
+
+``pfslab lab show`` writes this as the ``derived`` part of ``build/<lab>/lab.json``;
+Terraform's lab plan reads it from there instead of expanding the groups itself.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from pathlib import Path
+from typing import Any
+
+from pfslab import registry
+
+#: The key of a resolved lab that holds its layout.
+KEY = "derived"
+
+
+def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lab's nodes in order: name, group, index, roles and the group's hardware."""
+    return [
+        {"name": f"{group['name']}{index}", "group": group["name"], "index": index,
+         "roles": group["roles"], "hardware": group.get("hardware", {})}
+        for group in lab["node_groups"]
+        for index in range(group["count"])
+    ]
+
+
+def data_drives(node: dict[str, Any]) -> int:
+    return sum(d["count"] for d in node["hardware"].get("drives", []) if d["use"] == "data")
+
+
+def osds_per_node(node: dict[str, Any]) -> int:
+    """One OSD per data drive of a ceph-osd node; one (on a file) when it lists none."""
+    return max(1, data_drives(node)) if "ceph-osd" in node["roles"] else 0
+
+
+def osd_count(lab: dict[str, Any]) -> int:
+    return sum(osds_per_node(n) for n in nodes(lab))
+
+
+def address_count(lab: dict[str, Any]) -> int:
+    """How many host numbers of the subnet the lab's nodes take, the reserved ones included."""
+    return len(nodes(lab)) + int(lab["network"]["first_address"])
+
+
+def is_client(node: dict[str, Any]) -> bool:
+    return bool(registry.client_roles() & set(node["roles"]))
+
+
+def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
+    """The layout of a resolved lab (defaults filled in) on ``target`` (default: its own)."""
+    target = target or lab["target"]
+    subnet = ipaddress.ip_network(lab["network"]["subnet"])
+    first = int(lab["network"]["first_address"])
+    hosts: dict[str, str] = lab.get("targets", {}).get("baremetal", {}).get("hosts", {}) if target == "baremetal" else {}
+    out: list[dict[str, Any]] = []
+    next_osd = 0
+    for position, node in enumerate(nodes(lab)):
+        count = osds_per_node(node)
+        out.append({
+            **node,
+            "position": position,
+            "address": hosts.get(node["name"], str(subnet[first + position])),
+            "osd_ids": list(range(next_osd, next_osd + count)),
+        })
+        next_osd += count
+    family = registry.family(lab["filesystem"]["type"])
+    phases = [
+        [{"node": n["name"], "role": role} for role in roles for n in out if role in n["roles"]]
+        for roles in family.phases(registry.phase_count())
+    ]
+    return {
+        "target": target,
+        "nodes": out,
+        "clients": sorted(n["name"] for n in out if is_client(n)),
+        "phases": phases,
+    }
+
+
+def resolved(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
+    """The lab as the kit hands it on (build/<lab>/lab.json): itself plus its layout."""
+    return {**lab, KEY: derive(lab, target)}
+
+
+def export(directory: Path) -> int:
+    """Every lab resolved for every target, as ``<lab>@<target>.json``, and ``pairs.json``.
+
+    ``pairs.json`` says, per ``<lab>/<target>``, the file, whether the lab is meant for
+    that target (its own or one its ``targets`` section names: ``planned``) and whether
+    it maps it (``mapped``: local, or a ``targets.<target>`` section the lab file writes,
+    before defaults fill one in). Terraform's tests plan these instead of raw lab files.
+    """
+    from pfslab import labs  # labs reads the layout too: import it when exporting only
+
+    directory.mkdir(parents=True, exist_ok=True)
+    pairs: dict[str, dict[str, Any]] = {}
+    for name in labs.lab_names():
+        written = labs.resolve(labs.lab_path(name)).get("targets", {})
+        lab = labs.load(name)
+        for target in registry.targets():
+            path = directory / f"{name}@{target}.json"
+            path.write_text(json.dumps(resolved(labs.with_defaults(lab, target), target), indent=2) + "\n")
+            mapped = target == "local" or target in written
+            pairs[f"{name}/{target}"] = {
+                "file": path.name, "target": target, "mapped": mapped, "planned": target == lab["target"] or target in written,
+            }
+    (directory / "pairs.json").write_text(json.dumps(pairs, indent=2, sort_keys=True) + "\n")
+    return len(pairs)
