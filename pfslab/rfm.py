@@ -35,20 +35,21 @@ DEFAULT_UNITS: dict[str, str] = {"bandwidth": "MiB/s", "rate": "ops/s", "time": 
 IOPS_OPERATIONS: frozenset[str] = frozenset({"read_iops", "write_iops"})
 STATUS_LINE = "pfslab: step {n} exit status "
 
+#: Where the shell every job script starts with is kept, so that shellcheck sees it.
+JOB_PRELUDE_FILE: Path = KIT_ROOT / "scripts" / "lib" / "job-prelude.sh"
+
+
+def job_prelude(path: Path = JOB_PRELUDE_FILE) -> list[str]:
+    """The lines of a job prelude file below its header (its leading comment lines)."""
+    lines = path.read_text().splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    return lines
+
+
 #: Shell functions every job script starts with: each step's output goes to its own
 #: file (kept with the run), its status is printed, and a failure stops the job.
-JOB_PRELUDE: list[str] = [
-    "pfslab_status=0",
-    "pfslab_step() {",
-    '  pfslab_n=$1 pfslab_out=$2; shift 2',
-    '  if [ "$pfslab_status" -ne 0 ]; then echo "pfslab: step $pfslab_n skipped after a failure"; return; fi',
-    '  echo "pfslab: step $pfslab_n: $*"',
-    '  eval "$*" >"$pfslab_out" 2>&1; pfslab_rc=$?',
-    '  cat "$pfslab_out"',
-    '  echo "pfslab: step $pfslab_n exit status $pfslab_rc"',
-    '  [ "$pfslab_rc" -eq 0 ] || pfslab_status=$pfslab_rc',
-    "}",
-]
+JOB_PRELUDE: list[str] = job_prelude()
 
 
 def current_labs() -> list[str]:

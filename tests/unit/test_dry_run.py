@@ -12,6 +12,7 @@ The dry runs of all seed labs together must take under 60 s.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -118,6 +119,19 @@ def dry_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DryRun]:
         if shipped(lab):
             out[lab] = dry_run(lab, root, tmp_path_factory.mktemp("run"))
     return out
+
+
+def test_every_job_script_runs_the_prelude_file_without_its_header(dry_runs: dict[str, DryRun]) -> None:
+    """scripts/lib/job-prelude.sh, where shellcheck sees it, is what job scripts run:
+    its lines below the leading comment lines, in one piece, right after the kit root."""
+    lines = (KIT / "scripts" / "lib" / "job-prelude.sh").read_text().splitlines()
+    body = "\n".join(itertools.dropwhile(lambda line: line.startswith("#"), lines))
+    assert body.startswith("pfslab_status=0\n")
+    for run in dry_runs.values():
+        for job in run.jobs.values():
+            text = job.file("rfm_job.sh")
+            assert re.search(r"^export PFSLAB_ROOT=\S+\n" + re.escape(body) + "\n", text, re.M), job.case
+            assert "# shellcheck" not in text, job.case
 
 
 def test_dry_runs_of_all_seed_labs_take_under_a_minute(dry_runs: dict[str, DryRun]) -> None:

@@ -89,35 +89,13 @@ locals {
 
   hosts_file = join("", concat(["# pfslab hosts of lab ${local.lab.name}\n"], [for n in local.node_list : "${local.nodes[n.name].address} ${n.name}\n"]))
 
-  # Links /dev/disk/pfslab/data<i> to the node's data drives, every boot (/dev is
-  # rebuilt): local NVMe by model, ordered by serial (stable across boots), or the
-  # explicit devices of a bare-metal group. Roles use only these names.
-  disk_script = <<-EOT
-    mkdir -p /dev/disk/pfslab
-    if [ "$1" = paths ]; then
-      shift; i=0
-      for d in "$@"; do ln -sfn "$d" "/dev/disk/pfslab/data$i"; i=$((i+1)); done
-      exit 0
-    fi
-    model=$2; want=$3; i=0
-    for s in $(for b in /sys/block/nvme*n1; do
-        [ -e "$b/device/model" ] || continue
-        case "$(cat "$b/device/model")" in "$model"*) echo "$(tr -d ' ' <"$b/device/serial")=$${b##*/}" ;; esac
-      done | sort); do
-      ln -sfn "/dev/$${s#*=}" "/dev/disk/pfslab/data$i"; i=$((i+1))
-    done
-    [ "$i" -ge "$want" ] || echo "pfslab-disks: found $i of $want local NVMe drives of model $model" >&2
-  EOT
-
-  # Azure HB/HC-series: the lab's address goes on the InfiniBand interface (IPoIB).
-  ipoib_script = <<-EOT
-    for n in /sys/class/net/*; do
-      [ "$(cat "$n/type" 2>/dev/null)" = 32 ] || continue
-      ip addr replace "$1" dev "$${n##*/}" && ip link set "$${n##*/}" up && exit 0
-    done
-    echo "pfslab-ipoib: no InfiniBand interface for $1" >&2
-    [ "$2" = soft ]
-  EOT
+  # Shell a node runs at boot (each file says what it does and why), kept in
+  # scripts/boot/ where the kit's lint checks it. Run as `sh -c SCRIPT NAME ARGS...`
+  # from bootcmd and runcmd, so its text goes into the user-data: without the file's
+  # leading comment lines (a shellcheck directive and that explanation).
+  boot_dir     = "${path.module}/../../../scripts/boot"
+  disk_script  = replace(file("${local.boot_dir}/pfslab-disks.sh"), "/^(#.*\n)+/", "")
+  ipoib_script = replace(file("${local.boot_dir}/pfslab-ipoib.sh"), "/^(#.*\n)+/", "")
 
   prefix_len = split("/", local.lab.network.subnet)[1]
   node_env   = ["env", "PFSLAB_NODE_CONFIG=/etc/pfslab/node.json", "PFSLAB_ROOT=${var.node_kit_root}"]

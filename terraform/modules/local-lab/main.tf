@@ -33,7 +33,7 @@ resource "terraform_data" "lab_dirs" {
   }
 
   provisioner "local-exec" {
-    command = "mkdir -p '${self.input.state}/nodes' '${self.input.run}/hosts' '${self.input.mount}'"
+    command = "'${self.input.kit}/scripts/local/prepare' '${self.input.state}' '${self.input.run}' '${self.input.mount}'"
   }
 
   provisioner "local-exec" {
@@ -94,11 +94,12 @@ resource "terraform_data" "node_config" {
 
   provisioner "local-exec" {
     # Through the environment, so the document is not echoed into Terraform's log.
+    # The kit from the variable, not the input: a lab made before keeps its state as is.
     environment = {
       NODE_CONFIG = var.node_configs[each.key]
       NODE_RECORD = "${each.value.address} ${each.key} ${local.netns[each.key]} ${each.value.paths.mount} ${var.mount_path}"
     }
-    command = "mkdir -p \"$(dirname '${self.input.config}')\" && printf '%s\\n' \"$NODE_CONFIG\" > '${self.input.config}' && printf '%s\\n' \"$NODE_RECORD\" > '${self.input.record}'"
+    command = "'${var.kit_root}/scripts/local/node-config' '${self.input.config}' '${self.input.record}'"
   }
 
   provisioner "local-exec" {
@@ -150,7 +151,7 @@ resource "terraform_data" "head_mount" {
   }
 
   provisioner "local-exec" {
-    command = "findmnt -rn --mountpoint '${self.input.target}' >/dev/null || mount --bind '${self.input.source}' '${self.input.target}'"
+    command = "'${self.input.kit}/scripts/local/bind-mount' '${self.input.source}' '${self.input.target}'"
   }
 
   provisioner "local-exec" {

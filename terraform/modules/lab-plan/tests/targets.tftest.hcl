@@ -89,6 +89,11 @@ run "aws_beegfs_medium_maps_efa_and_instance_store" {
   }
 
   assert {
+    condition     = strcontains(output.plans["aws-beegfs-medium/aws"].user_data["ss0"], "mkdir -p /dev/disk/pfslab") && !strcontains(output.plans["aws-beegfs-medium/aws"].user_data["ss0"], "shellcheck")
+    error_message = "The user-data carries scripts/boot/pfslab-disks.sh without its header comments."
+  }
+
+  assert {
     condition     = jsonencode(output.plans["aws-beegfs-medium/aws"].boot_steps["mds0"]) == jsonencode([["common", "up", "tuning"], ["beegfs", "install", "meta"], ["beegfs", "configure", "meta"], ["beegfs", "install", "storage"], ["beegfs", "configure", "storage"]])
     error_message = "The metadata server installs and configures its meta and storage targets at boot, in phase order; nothing is started."
   }
@@ -137,6 +142,11 @@ run "azure_puts_the_lab_subnet_on_infiniband" {
   assert {
     condition     = strcontains(output.plans["azure-beegfs-medium/azure"].user_data["cli0"], "pfslab-ipoib") && strcontains(output.plans["azure-beegfs-medium/azure"].user_data["ss0"], "Microsoft NVMe Direct Disk")
     error_message = "Every Azure node sets its IPoIB address at boot; servers link their local NVMe."
+  }
+
+  assert {
+    condition     = strcontains(output.plans["azure-beegfs-medium/azure"].user_data["cli0"], "ip addr replace") && !strcontains(output.plans["azure-beegfs-medium/azure"].user_data["cli0"], "shellcheck")
+    error_message = "The user-data carries scripts/boot/pfslab-ipoib.sh without its header comments."
   }
 }
 

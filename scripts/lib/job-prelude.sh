@@ -1,0 +1,19 @@
+# shellcheck shell=bash
+# The top of every ReFrame job script of the kit (reframe/pfslab/rfm.py, JOB_PRELUDE):
+# shell functions by which each step's output goes to its own file (kept with the
+# run), its status is printed, and a failure stops the job: later steps are skipped
+# and the job exits with the failed step's status (`exit "$pfslab_status"`).
+#
+# Not sourced: rfm.py copies the lines below this header of leading comment lines
+# into each job script as they are, so a change to them changes every job script.
+# The job scripts are bash; these lines keep to POSIX sh.
+pfslab_status=0
+pfslab_step() {
+  pfslab_n=$1 pfslab_out=$2; shift 2
+  if [ "$pfslab_status" -ne 0 ]; then echo "pfslab: step $pfslab_n skipped after a failure"; return; fi
+  echo "pfslab: step $pfslab_n: $*"
+  eval "$*" >"$pfslab_out" 2>&1; pfslab_rc=$?
+  cat "$pfslab_out"
+  echo "pfslab: step $pfslab_n exit status $pfslab_rc"
+  [ "$pfslab_rc" -eq 0 ] || pfslab_status=$pfslab_rc
+}
