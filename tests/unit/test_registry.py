@@ -11,6 +11,7 @@ and ``make help`` of a copy of the kit, with no other file edited.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -66,6 +67,8 @@ def test_data_and_client_roles_come_from_the_family_files() -> None:
         ({"roles": [{"name": "lustre-mgs", "component": "mgs", "phase": 0, "required": 1, "boot": ["reboot"]}]},
          "roles.0.boot.0: 'reboot' is not one of"),
         ({"settings": {"other": {}}}, "settings has no 'lustre' key"),
+        ({"roles": [{"name": "lustre-mgs", "component": "mgs", "phase": 5, "required": 1, "boot": []}]},
+         "roles.0.phase: 5 is greater than the maximum of 4"),
     ],
 )
 def test_a_bad_family_file_is_refused_in_one_line(tmp_path: Path, change: dict[str, object], message: str) -> None:
@@ -75,6 +78,15 @@ def test_a_bad_family_file_is_refused_in_one_line(tmp_path: Path, change: dict[s
     with pytest.raises(registry.RegistryError, match=message) as caught:
         registry.families(tmp_path)
     assert "\n" not in str(caught.value)
+
+
+def test_the_local_lab_has_a_module_for_every_phase_a_family_may_use() -> None:
+    schema = json.loads((KIT / "registry" / "family.schema.json").read_text())
+    most = schema["properties"]["roles"]["items"]["properties"]["phase"]["maximum"]
+    local_lab = (KIT / "terraform" / "modules" / "local-lab" / "main.tf").read_text()
+    modules = re.findall(r'^module "phase(\d+)"', local_lab, re.M)
+    assert [int(m) for m in modules] == list(range(most + 1))
+    assert f"length(var.phases) == {most + 1}" in (KIT / "terraform" / "modules" / "local-lab" / "variables.tf").read_text()
 
 
 # ---- an example family from fixtures only ------------------------------------------------
