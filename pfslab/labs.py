@@ -83,6 +83,12 @@ def _fill_defaults(node: dict[str, Any], data: Any) -> None:
                     data[key] = copy.deepcopy(default)
             if key in data:
                 _fill_defaults(child, data[key])
+        # Maps of named entries (targets.aws.groups.<group>) take their entries' defaults.
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key, value in data.items():
+                if key not in node.get("properties", {}):
+                    _fill_defaults(extra, value)
     elif isinstance(data, list) and isinstance(node.get("items"), dict):
         for item in data:
             _fill_defaults(node["items"], item)

@@ -36,6 +36,22 @@ pfslab() {
   "$cli" "$@"
 }
 
+# A field (dotted path) of the lab as this command resolved it: PFSLAB_LAB_JSON (set by
+# scripts/lab, once per command), else build/<lab>/lab.json (the lab as it was brought
+# up), else the lab resolved now. Strings print bare, other values as compact JSON.
+lab_field() {
+  local lab=$1 field=$2 resolved=${PFSLAB_LAB_JSON:-}
+  [[ $lab =~ ^[a-z][a-z0-9.+-]*$ ]] || die "LAB=$lab is not a lab name (lower-case letters, digits, '.', '+', '-')"
+  if [[ ! -s $resolved || $(jq -r .name "$resolved") != "$lab" ]]; then
+    resolved=$PFSLAB_ROOT/build/$lab/lab.json
+  fi
+  if [[ -s $resolved ]]; then
+    jq -cr --arg f "$field" 'getpath($f | split(".")) as $v | if $v == null then error("lab \(.name) has no field \($f)") else $v end' "$resolved"
+  else
+    pfslab lab get "$lab" "$field"
+  fi
+}
+
 # Read a field of the node's config (JSON written by the lab plan): cfg '.node.name'
 cfg() {
   jq -er "$1" "${PFSLAB_NODE_CONFIG:?PFSLAB_NODE_CONFIG is not set}"

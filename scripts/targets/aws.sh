@@ -26,7 +26,7 @@ target_credentials() {
 # What AWS still holds tagged with the lab, one ARN per line.
 target_leftovers() {
   local lab=$1 region
-  region=$(pfslab lab get "$lab" targets.aws.region)
+  region=$(lab_field "$lab" targets.aws.region)
   aws resourcegroupstaggingapi get-resources --region "$region" --tag-filters "Key=lab,Values=$lab" \
     --query 'ResourceTagMappingList[].ResourceARN' --output text | tr '\t' '\n' | sed '/^$/d; /^None$/d'
 }

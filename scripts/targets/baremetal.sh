@@ -4,7 +4,7 @@
 
 # MAAS machines need the maas provider's root; existing hosts need none.
 target_root() {
-  if pfslab lab get "$1" targets.baremetal.maas >/dev/null 2>&1; then
+  if lab_field "$1" targets.baremetal.maas >/dev/null 2>&1; then
     echo "$PFSLAB_ROOT/terraform/envs/baremetal/maas"
   else
     echo "$PFSLAB_ROOT/terraform/envs/baremetal"

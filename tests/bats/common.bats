@@ -88,3 +88,27 @@ teardown() {
   assert [ $((SECONDS - start)) -le 10 ]
   assert [ ! -e "$BATS_TEST_TMPDIR/p.pid" ]
 }
+
+@test "lab_field: reads the lab this command resolved, then the lab as brought up, and refuses a bad name" {
+  [[ -x $REPO/.venv/bin/pfslab ]] || skip "the kit's command is missing: run 'make deps'"
+  PFSLAB_LAB_JSON=$BATS_TEST_TMPDIR/resolved.json
+  "$REPO/.venv/bin/pfslab" lab show local | jq '.title = "as resolved for this command" | .benchmark.calibrate = false' >"$PFSLAB_LAB_JSON"
+  run lab_field local title
+  assert_success
+  assert_output "as resolved for this command"
+  run lab_field local benchmark.calibrate
+  assert_success
+  assert_output false
+  run lab_field local derived.clients
+  assert_output '["cli0","cli1"]'
+  run lab_field local no.such.field
+  assert_failure
+  assert_output --partial "lab local has no field no.such.field"
+  # Another lab's field is not read from this lab's copy.
+  run lab_field aws-cephfs target
+  assert_success
+  assert_output aws
+  run lab_field '../etc' target
+  assert_failure 2
+  assert_output --partial "LAB=../etc is not a lab name"
+}

@@ -148,7 +148,12 @@ def test_a_resolved_lab_has_the_schemas_defaults_filled_in() -> None:
     local = labs.load("local")
     assert local["benchmark"]["default_mode"] == "quick"
     # Rendered for another target, that target's section gets its defaults too.
-    assert labs.with_defaults(local, "azure")["targets"]["azure"] == {"expiry_hours": 8}
+    assert labs.with_defaults(local, "azure")["targets"]["azure"] == {
+        "expiry_hours": 8, "proximity_placement": True, "public_ip": True, "ssh_user": "root"}
+    # Entries of a map (each node group of targets.aws.groups) get their defaults too.
+    aws = labs.load("aws-cephfs")["targets"]["aws"]
+    assert {g["root_volume_gb"] for g in aws["groups"].values()} == {64}
+    assert all(image["owners"] == ["self"] for image in aws["images"].values())
 
 
 def test_lab_get_answers_a_field_the_lab_leaves_out_with_the_schemas_default() -> None:

@@ -23,8 +23,8 @@ module "lab" {
   availability_zone = local.aws.availability_zone
   vpc_id            = try(local.aws.vpc_id, null)
   subnet_id         = try(local.aws.subnet_id, null)
-  placement         = try(local.aws.placement, "cluster")
-  public_ip         = try(local.aws.public_ip, true)
+  placement         = local.aws.placement
+  public_ip         = local.aws.public_ip
   ssh_cidrs         = local.aws.ssh_cidrs
   ssh_public_key    = trimspace(file(var.ssh_public_key_file))
   images            = local.aws.images
@@ -38,7 +38,7 @@ output "inventory" {
   description = "The running lab, for ReFrame and the kit's scripts (written to build/<lab>/inventory.json): the local lab's shape plus SSH addresses and the AWS resources."
   value = merge(module.plan.inventory, {
     nodes        = [for n in module.plan.inventory.nodes : merge(n, { ssh_address = module.lab.ssh_addresses[n.name] })]
-    ssh          = { user = try(local.aws.ssh_user, "root"), key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
+    ssh          = { user = local.aws.ssh_user, key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
     cluster_path = module.plan.nodes[module.plan.inventory.nodes[0].name].paths.cluster
     phases       = [for p in module.plan.phases : values(p)]
     aws = {

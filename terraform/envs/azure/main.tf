@@ -21,8 +21,8 @@ module "lab" {
   location            = local.azure.location
   resource_group      = try(local.azure.resource_group, replace("pfslab-${module.plan.lab.name}", "+", "-"))
   vnet_subnet         = try(local.azure.vnet_subnet, module.plan.lab.network.subnet)
-  proximity_placement = try(local.azure.proximity_placement, true)
-  public_ip           = try(local.azure.public_ip, true)
+  proximity_placement = local.azure.proximity_placement
+  public_ip           = local.azure.public_ip
   ssh_cidrs           = local.azure.ssh_cidrs
   ssh_public_key      = trimspace(file(var.ssh_public_key_file))
   images              = local.azure.images
@@ -36,7 +36,7 @@ output "inventory" {
   description = "The running lab, for ReFrame and the kit's scripts (written to build/<lab>/inventory.json): the local lab's shape plus SSH addresses and the Azure resources."
   value = merge(module.plan.inventory, {
     nodes        = [for n in module.plan.inventory.nodes : merge(n, { ssh_address = module.lab.ssh_addresses[n.name] })]
-    ssh          = { user = try(local.azure.ssh_user, "root"), key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
+    ssh          = { user = local.azure.ssh_user, key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
     cluster_path = module.plan.nodes[module.plan.inventory.nodes[0].name].paths.cluster
     phases       = [for p in module.plan.phases : values(p)]
     azure = {

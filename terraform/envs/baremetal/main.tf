@@ -14,7 +14,7 @@ module "plan" {
 }
 
 locals {
-  baremetal = try(module.plan.lab.targets.baremetal, {})
+  baremetal = module.plan.lab.targets.baremetal
   maas      = [for name, m in module.plan.machines : name if m.kind != "host"]
 }
 
@@ -41,7 +41,7 @@ output "inventory" {
   description = "The running lab, for ReFrame and the kit's scripts (written to build/<lab>/inventory.json): the local lab's shape plus SSH addresses."
   value = merge(module.plan.inventory, {
     nodes        = [for n in module.plan.inventory.nodes : merge(n, { ssh_address = n.address })]
-    ssh          = { user = try(local.baremetal.ssh_user, "root"), key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
+    ssh          = { user = local.baremetal.ssh_user, key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
     cluster_path = module.plan.nodes[module.plan.inventory.nodes[0].name].paths.cluster
     phases       = [for p in module.plan.phases : values(p)]
     baremetal = {

@@ -43,7 +43,6 @@ variable "subnet_id" {
 variable "placement" {
   description = "cluster: one cluster placement group for every instance (EFA's low-latency case); none: no placement group."
   type        = string
-  default     = "cluster"
 
   validation {
     condition     = contains(["cluster", "none"], var.placement)
@@ -54,7 +53,6 @@ variable "placement" {
 variable "public_ip" {
   description = "Give each node an Elastic IP on its primary interface, the address the kit reaches over SSH."
   type        = bool
-  default     = true
 
   validation {
     condition     = var.public_ip != null
@@ -77,7 +75,7 @@ variable "images" {
   type = map(object({
     id     = optional(string)
     name   = optional(string)
-    owners = optional(list(string), ["self"])
+    owners = optional(list(string))
   }))
 
   validation {

@@ -31,7 +31,6 @@ variable "vnet_subnet" {
 variable "proximity_placement" {
   description = "Put every VM in one proximity placement group."
   type        = bool
-  default     = true
 
   validation {
     condition     = var.proximity_placement != null
@@ -42,7 +41,6 @@ variable "proximity_placement" {
 variable "public_ip" {
   description = "Give each VM a static public address, the one the kit reaches over SSH."
   type        = bool
-  default     = true
 
   validation {
     condition     = var.public_ip != null
@@ -78,7 +76,7 @@ variable "images" {
     publisher = optional(string)
     offer     = optional(string)
     sku       = optional(string)
-    version   = optional(string, "latest")
+    version   = optional(string)
   }))
 
   validation {
@@ -99,7 +97,7 @@ variable "machines" {
   }))
 
   validation {
-    condition     = alltrue([for m in values(var.machines) : m.type != null && m.root_volume_gb >= 30])
+    condition     = alltrue([for m in values(var.machines) : m.type != null && try(m.root_volume_gb >= 30, false)])
     error_message = "Every node needs a VM size (targets.azure.groups) and an OS disk of at least 30 GB."
   }
 }

@@ -37,7 +37,6 @@ variable "subnet_cidr" {
 variable "interface" {
   description = "Machine interface that carries the lab subnet."
   type        = string
-  default     = "eth0"
 
   validation {
     condition     = can(regex("^[A-Za-z0-9_.:-]{1,15}$", var.interface))

@@ -31,9 +31,9 @@ locals {
       local_nvme     = try(local.gmap[n.group].instance_store_drives, local.gmap[n.group].local_nvme_drives, 0)
       nvme_model     = try(local.gmap[n.group].nvme_model, local.target_info.nvme_model)
       data_devices   = try(tolist(local.gmap[n.group].data_devices), [])
-      root_volume_gb = try(local.gmap[n.group].root_volume_gb, local.gmap[n.group].os_disk_gb, 64)
+      root_volume_gb = try(local.gmap[n.group].root_volume_gb, local.gmap[n.group].os_disk_gb, null)
       infiniband     = try(local.gmap[n.group].infiniband, false)
-      accelerated    = try(local.gmap[n.group].accelerated_networking, true)
+      accelerated    = try(local.gmap[n.group].accelerated_networking, null)
       maas_tags      = try(tolist(local.gmap[n.group].maas_tags), [])
       distro_series  = try(local.gmap[n.group].distro_series, try(local.lab.targets.baremetal.maas.distro_series, null))
       ipoib_address  = try(local.gmap[n.group].infiniband, false) && local.target == "azure" ? local.nodes[n.name].address : null

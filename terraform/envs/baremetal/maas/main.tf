@@ -23,7 +23,7 @@ module "lab" {
   nodes       = local.maas_nodes
   machines    = { for name, n in local.maas_nodes : name => { maas_tags = module.plan.machines[name].maas_tags, distro_series = module.plan.machines[name].distro_series } }
   subnet_cidr = module.plan.lab.network.subnet
-  interface   = try(local.baremetal.maas.interface, "eth0")
+  interface   = local.baremetal.maas.interface
   zone        = try(local.baremetal.maas.zone, null)
   pool        = try(local.baremetal.maas.pool, null)
   user_data   = { for name, n in local.maas_nodes : name => module.plan.user_data[name] }
@@ -42,7 +42,7 @@ output "inventory" {
   description = "The running lab, for ReFrame and the kit's scripts (written to build/<lab>/inventory.json): the local lab's shape plus SSH addresses and the MAAS machines."
   value = merge(module.plan.inventory, {
     nodes        = [for n in module.plan.inventory.nodes : merge(n, { ssh_address = lookup(local.hosts, n.name, lookup(module.lab.ssh_addresses, n.name, n.address)) })]
-    ssh          = { user = try(local.baremetal.ssh_user, "root"), key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
+    ssh          = { user = local.baremetal.ssh_user, key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
     cluster_path = module.plan.nodes[module.plan.inventory.nodes[0].name].paths.cluster
     phases       = [for p in module.plan.phases : values(p)]
     baremetal = {
