@@ -68,6 +68,9 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
         count = osds_per_node(node)
         out.append({
             **node,
+            # The image a node boots unless its target's group names one: the client
+            # image when every role it plays is a client role.
+            "image": "client" if all(r in registry.client_roles() for r in node["roles"]) else "server",
             "position": position,
             "address": hosts.get(node["name"], str(subnet[first + position])),
             "osd_ids": list(range(next_osd, next_osd + count)),

@@ -4,17 +4,13 @@
 # Shared by scripts/lab (up, down, status) and scripts/watchdog. Sourced after
 # common.sh; defines functions only.
 
-# Each role's start phase, from the family files (registry/families/*.json).
-role_phases() { jq -s 'map(.roles[] | {(.name): .phase}) | add' "$PFSLAB_ROOT"/registry/families/*.json; }
-
-# "node role netns config" for every role of the lab, in start order (phase order).
+# "node role netns config" for every role of the lab, in start order: the phases the
+# kit derived (pfslab/layout.py), as the lab plan handed them to the inventory. (An
+# inventory written before it had phases gives its roles in node order.)
 role_table() {
-  local inv=$1
-  jq -r --argjson phase "$(role_phases)" '
-    .local as $l
-    | [.nodes[] as $n | $n.roles[] | {node: $n.name, role: .}]
-    | sort_by($phase[.role] // 99)
-    | .[] | "\(.node) \(.role) \($l.netns[.node]) \($l.state_root)/nodes/\(.node)/node.json"' "$inv"
+  jq -r '.local as $l
+    | (.phases // [[.nodes[] as $n | $n.roles[] | {node: $n.name, role: .}]])[][]
+    | "\(.node) \(.role) \($l.netns[.node]) \($l.state_root)/nodes/\(.node)/node.json"' "$1"
 }
 
 role_script() { echo "$PFSLAB_ROOT/scripts/roles/${1%%-*}"; }

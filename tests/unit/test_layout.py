@@ -35,6 +35,8 @@ def test_nodes_addresses_and_osd_ids_follow_the_groups() -> None:
     assert [by_name[f"osd{i}"]["osd_ids"] for i in range(3)] == [[0, 1], [2, 3], [4, 5]]
     assert by_name["cli0"]["osd_ids"] == [] and layout.osd_count(lab) == 6
     assert derived["clients"] == ["cli0", "cli1"]
+    # Nodes that only run client roles boot the client image unless a target says otherwise.
+    assert [by_name[n]["image"] for n in ("mon0", "osd0", "cli0")] == ["server", "server", "client"]
     assert derived["target"] == "local"
 
 

@@ -65,6 +65,8 @@ output "inventory" {
       # IOzone's cluster-mode children connect back to the master at this address.
       master_address = module.lab.gateway
     })
+    # Start order, as the cloud roots give it: scripts/lab starts and checks roles in it.
+    phases = [for p in module.plan.phases : values(p)]
     local = {
       state_root = local.lab_root
       run_root   = local.run_root

@@ -24,7 +24,7 @@ locals {
       group = n.group
       # Instance type (aws), VM size (azure); null on bare metal and local.
       type  = try(local.gmap[n.group].instance_type, local.gmap[n.group].vm_size, null)
-      image = try(local.gmap[n.group].image, alltrue([for r in n.roles : contains(local.client_roles, r)]) ? "client" : "server")
+      image = try(local.gmap[n.group].image, n.image)
       # One EFA interface per network card (aws): 0 means ENA only.
       efa_interfaces = try(local.gmap[n.group].efa_interfaces, 0)
       # Local NVMe drives the node's data uses: instance store (aws), local NVMe (azure).
@@ -70,20 +70,19 @@ locals {
 
   # ---- cloud-init ---------------------------------------------------------------
 
-  role_phase = { for name, r in local.role_info : name => r.phase }
-
-  # Steps a node runs at first boot, per role (the family file's "boot"): only those
-  # that need no other node. Cross-node steps (the cluster's keys, starting roles in
-  # phase order, waiting for health) are run afterwards over SSH by scripts/remote-up.
+  # Steps a node runs at first boot, per role (the family file's "boot"), in the start
+  # phases the kit derived: only those that need no other node. Cross-node steps (the
+  # cluster's keys, starting roles in phase order, waiting for health) are run
+  # afterwards over SSH by scripts/remote-up.
   boot_steps = {
     for name, n in local.nodes : name => [for s in concat(["common up tuning"], flatten([
-      for key in sort([for r in n.roles : format("%02d %s", lookup(local.role_phase, r, 99), r)]) : [
-        for a in compact(split(" ", local.role_info[split(" ", key)[1]].boot)) : format("%s %s %s",
-          local.role_info[split(" ", key)[1]].family,
+      for pair in flatten(local.layout.phases) : [
+        for a in compact(split(" ", local.role_info[pair.role].boot)) : format("%s %s %s",
+          local.role_info[pair.role].family,
           a == "configure-if-first" ? "configure" : a,
-          local.role_info[split(" ", key)[1]].component,
-        ) if a != "configure-if-first" || local.cluster.first[split(" ", key)[1]] == name
-      ]
+          local.role_info[pair.role].component,
+        ) if a != "configure-if-first" || local.cluster.first[pair.role] == name
+      ] if pair.node == name
     ])) : split(" ", s)]
   }
 

@@ -22,10 +22,8 @@ locals {
       component = r.component
       phase     = r.phase
       boot      = join(" ", r.boot)
-      client    = try(r.client, false)
     }
   }]...)
-  client_roles = [for name, r in local.role_info : name if r.client]
 
   default_paths = {
     local = {
