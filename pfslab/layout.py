@@ -25,10 +25,12 @@ KEY = "derived"
 
 
 def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
-    """The lab's nodes in order: name, group, index, roles and the group's hardware."""
+    """The lab's nodes in order: name, group, index, roles, the group's hardware and the
+    devices its roles may erase although they hold something (wipe_devices)."""
     return [
         {"name": f"{group['name']}{index}", "group": group["name"], "index": index,
-         "roles": group["roles"], "hardware": group.get("hardware", {})}
+         "roles": group["roles"], "hardware": group.get("hardware", {}),
+         "wipe_devices": group.get("wipe_devices", [])}
         for group in lab["node_groups"]
         for index in range(group["count"])
     ]

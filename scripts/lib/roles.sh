@@ -74,6 +74,73 @@ dev_exists() {
   [[ -b $p ]] || { [[ -n ${PFSLAB_SYSROOT:-} && -e $p ]]; }
 }
 
+# ---- devices: never erase what the lab was not given ------------------------------
+
+# Disks that carry the running system (under /, /boot and swap, through partitions,
+# LVM, RAID or LUKS): never written, never discovered as data drives.
+system_disks() {
+  local src
+  {
+    findmnt -rno SOURCE / 2>/dev/null || true
+    findmnt -rno SOURCE /boot 2>/dev/null || true
+    swapon --show=NAME --noheadings 2>/dev/null || true
+  } | while read -r src; do
+    [[ $src == /dev/* ]] || continue
+    lsblk -nsro NAME,TYPE "$src" 2>/dev/null | awk '$2 == "disk" {print "/dev/" $1}'
+  done | sort -u
+}
+
+# The disks under a block device (itself for a disk, its disk for a partition).
+disks_of() { lsblk -nsro NAME,TYPE "$(readlink -f "$1")" 2>/dev/null | awk '$2 == "disk" {print "/dev/" $1}' | sort -u; }
+
+# What writing a block device would destroy, as words for a message (empty: it is blank):
+# the running system, mounts, holders (RAID, LVM, dm), partitions and any signature
+# (file system, partition table, LVM label, md superblock). Files and missing paths
+# (the bats tests' scratch devices) are blank.
+device_contents() {
+  local dev found=() what
+  dev=$(readlink -f "$1")
+  [[ -b $dev ]] || return 0
+  if [[ -n $(comm -12 <(disks_of "$dev") <(system_disks)) ]]; then
+    found+=("the running system (the disk of /, /boot or swap)")
+  fi
+  what=$(lsblk -nro MOUNTPOINTS "$dev" 2>/dev/null | sed '/^$/d' | sort -u | paste -sd' ' -)
+  [[ -z $what ]] || found+=("mounted file systems ($what)")
+  what=$(find "/sys/class/block/$(basename "$dev")/holders" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
+  [[ -z $what ]] || found+=("holders (${what% })")
+  what=$(lsblk -nro NAME,TYPE "$dev" 2>/dev/null | awk '$2 == "part" {print $1}' | paste -sd' ' -)
+  [[ -z $what ]] || found+=("partitions ($what)")
+  # wipefs without options only lists the signatures it sees.
+  what=$(wipefs --noheadings --output TYPE "$dev" 2>/dev/null | sort -u | paste -sd' ' -)
+  [[ -z $what ]] || found+=("signatures ($what)")
+  local IFS=';'
+  echo "${found[*]}"
+}
+
+# Whether the lab lists a device for wiping (node_groups[].wipe_devices, per device).
+wipe_listed() {
+  local dev listed
+  dev=$(readlink -f "$1")
+  while read -r listed; do
+    [[ -n $listed && $(readlink -f "$listed") == "$dev" ]] && return 0
+  done < <(cfg_opt '.wipe_devices // [] | .[]')
+  return 1
+}
+
+# Call before any step that erases a device. Refuses, in one line naming the device and
+# what is on it, unless it is blank or the lab lists it in wipe_devices; the disk of the
+# running system is refused even then.
+claim_device() {
+  local dev=$1 action=$2 found
+  found=$(device_contents "$dev")
+  [[ -z $found ]] && return 0
+  if [[ $found != *"the running system"* ]] && wipe_listed "$dev"; then
+    log "$dev holds ${found//;/, }; the lab lists it in wipe_devices, so: $action"
+    return 0
+  fi
+  die "$dev holds ${found//;/, }; refusing to $action (list it in the lab's node_groups[].wipe_devices if it may be erased)"
+}
+
 # The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in controller order.
 # The kernel's scan order is not the slot order (seed 002, A.4), so drives are chosen
 # by the NUMA node sysfs reports, as the seed's check command reads it.
@@ -86,7 +153,7 @@ nvme_on_numa() {
     # A single-socket machine reports -1: everything is on node 0.
     ((numa < 0)) && numa=0
     ((numa == want)) && echo "${name#nvme}"
-  done | sort -n | sed 's|^|/dev/nvme|; s|$|n1|'
+  done | sort -n | sed 's|^|/dev/nvme|; s|$|n1|' | grep -vxF -f <(system_disks; echo /nonexistent) || true
 }
 
 # The LBA format index of an NVMe namespace whose data size is $2 bytes (no metadata),
@@ -118,6 +185,7 @@ nvme_set_lba() {
   if [[ -d $holders && -n $(ls -A "$holders") ]]; then
     die "$dev is in use ($(find "$holders" -mindepth 1 -printf '%f')); it cannot be reformatted to $bytes-byte LBAs"
   fi
+  claim_device "$dev" "reformat it to $bytes-byte LBAs"
   log "formatting $dev with LBA format $wanted ($bytes-byte sectors); this erases it"
   nvme format "$dev" --lbaf="$wanted" --ses=0 --force >/dev/null
   nvme ns-rescan "${dev%n1}" >/dev/null 2>&1 || true
@@ -168,6 +236,7 @@ mkfs_once() {
     [[ $have == "$fstype" ]] || die "$dev already carries $have, not $fstype; wipe it by hand if it may be lost"
     return 0
   fi
+  claim_device "$dev" "create $fstype on it"
   log "creating $fstype on $dev"
   "mkfs.$fstype" "$@" "$dev" >/dev/null
 }

@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -111,3 +112,25 @@ def test_a_broken_user_data_is_caught_by_the_validator(tmp_path: Path) -> None:
     assert check.returncode != 0
     every = subprocess.run(["/usr/bin/python3", "-c", _VALIDATE_ALL, str(tmp_path)], capture_output=True, text=True, check=False)
     assert every.returncode == 1 and "bad.yaml" in every.stdout
+
+
+def test_wipe_devices_reach_only_the_nodes_of_their_group(tmp_path: Path) -> None:
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not installed (make deps-test installs it)")
+    lab = yaml.safe_load((KIT / "labs" / "baremetal-cephfs-hosts.yaml").read_text())
+    lab["name"] = "wipe-test"
+    osd = next(g for g in lab["node_groups"] if g["name"] == "osd")
+    osd["wipe_devices"] = ["/dev/disk/by-id/nvme-old-data-1"]
+    path = tmp_path / "wipe-test.yaml"
+    path.write_text(yaml.safe_dump(lab))
+    out = tmp_path / "render"
+    result = _render(str(path), "baremetal", out)
+    assert result.returncode == 0, result.stderr
+
+    def node_config(node: str) -> dict[str, Any]:
+        files = yaml.safe_load((out / f"{node}.yaml").read_text().split("\n", 1)[1])["write_files"]
+        config: dict[str, Any] = json.loads(next(f["content"] for f in files if f["path"] == "/etc/pfslab/node.json"))
+        return config
+
+    assert node_config("osd1")["wipe_devices"] == ["/dev/disk/by-id/nvme-old-data-1"]
+    assert "wipe_devices" not in node_config("mon0")

@@ -90,7 +90,7 @@ locals {
   }
 
   node_configs = {
-    for name, n in local.nodes : name => {
+    for name, n in local.nodes : name => merge({
       lab        = local.lab.name
       target     = local.target
       node       = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles, hardware = n.hardware }
@@ -100,7 +100,8 @@ locals {
       cluster    = merge(local.cluster, { osd_ids = n.osd_ids })
       disks      = local.disks[name]
       paths      = n.paths
-    }
+      # Devices the lab lets the roles erase although they hold something; absent when none.
+    }, { for k, v in { wipe_devices = n.wipe_devices } : k => v if length(v) > 0 })
   }
 
   # Each phase as "node/role" keys, the unit the adapters start and stop.

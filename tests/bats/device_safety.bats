@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+# A role never erases a device it was not given (scripts/lib/roles.sh claim_device):
+# real loop devices that carry a file system, a partition table, an LVM label, an md
+# superblock or a mount are refused in one line naming the device and what is on it,
+# and not a byte of them changes; a device the lab lists in wipe_devices is used; the
+# disk of the running system is refused even when listed, and never discovered.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+setup() {
+  [[ $(id -u) -eq 0 ]] || skip "needs root for loop devices"
+  command -v losetup >/dev/null || skip "losetup (util-linux) is missing"
+  export PFSLAB_ROOT=$REPO
+  # shellcheck source=scripts/lib/common.sh
+  source "$REPO/scripts/lib/common.sh"
+  # shellcheck source=scripts/lib/roles.sh
+  source "$REPO/scripts/lib/roles.sh"
+  LOOPS=()
+  node_config '[]'
+}
+
+teardown() {
+  local dev
+  [[ -n ${MNT:-} ]] && umount "$MNT" 2>/dev/null || true
+  [[ -n ${MD:-} ]] && mdadm --stop "$MD" >/dev/null 2>&1 || true
+  for dev in "${LOOPS[@]}"; do
+    pvremove -y "$dev" >/dev/null 2>&1 || true
+    # The kernel keeps a loop device's partitions after it is detached: drop them first.
+    partx -d "$dev" 2>/dev/null || true
+    losetup -d "$dev" 2>/dev/null || true
+  done
+}
+
+# A node config whose wipe list is $1 (a JSON array).
+node_config() {
+  export PFSLAB_NODE_CONFIG=$BATS_TEST_TMPDIR/node.json
+  jq -n --argjson w "$1" '{node: {name: "n0"}} + (if ($w | length) > 0 then {wipe_devices: $w} else {} end)' >"$PFSLAB_NODE_CONFIG"
+}
+
+# A 64 MiB loop device; its path goes to DEV.
+new_loop() {
+  local img
+  img=$(mktemp "$BATS_TEST_TMPDIR/disk.XXXXXX")
+  truncate -s 64M "$img"
+  DEV=$(losetup -f --show "$img")
+  LOOPS+=("$DEV")
+}
+
+digest() { sha256sum "$1" | cut -d' ' -f1; }
+
+# claim_device must refuse DEV in one line naming it and $1, and leave it unchanged.
+assert_refused() {
+  local before
+  before=$(digest "$DEV")
+  run claim_device "$DEV" "create xfs on it"
+  assert_failure 2
+  assert_equal "${#lines[@]}" 1
+  assert_output --partial "$DEV holds"
+  assert_output --partial "$1"
+  assert_output --partial "refusing to create xfs on it"
+  run mkfs_once "$DEV" xfs
+  assert_failure 2
+  assert_equal "$(digest "$DEV")" "$before"
+}
+
+@test "a blank device is claimed without a word" {
+  new_loop
+  run claim_device "$DEV" "create xfs on it"
+  assert_success
+  assert_output ""
+}
+
+@test "a device with a file system is refused and unchanged" {
+  new_loop
+  mkfs.ext4 -q "$DEV"
+  assert_refused "signatures (ext4)"
+}
+
+@test "a device with a partition table is refused and unchanged" {
+  command -v sgdisk >/dev/null || skip "sgdisk (gdisk) is missing"
+  new_loop
+  sgdisk -o -n 1:0:+8M "$DEV" >/dev/null 2>&1
+  sync
+  partx -u "$DEV" 2>/dev/null || true
+  assert_refused "gpt"
+}
+
+@test "a device with an LVM label is refused and unchanged" {
+  command -v pvcreate >/dev/null || skip "pvcreate (lvm2) is missing"
+  new_loop
+  pvcreate -y -q "$DEV" >/dev/null 2>&1 || skip "pvcreate cannot label a loop device here"
+  assert_refused "LVM2_member"
+}
+
+@test "a device with an md superblock is refused and unchanged" {
+  new_loop
+  if command -v mdadm >/dev/null && [[ -e /proc/mdstat ]]; then
+    local first=$DEV
+    new_loop
+    MD=/dev/md/pfslab-test
+    mdadm --create "$MD" --run --level=1 --raid-devices=2 --metadata=1.2 "$first" "$DEV" >/dev/null 2>&1
+    mdadm --stop "$MD" >/dev/null 2>&1
+    MD=
+  else
+    # No md driver in this kernel (or no mdadm): the superblock mdadm would write.
+    python3 "$BATS_TEST_DIRNAME/fixtures/write-md-superblock.py" "$DEV"
+    sync
+  fi
+  assert_refused "linux_raid_member"
+}
+
+@test "a mounted device is refused and unchanged" {
+  new_loop
+  mkfs.ext4 -q "$DEV"
+  MNT=$BATS_TEST_TMPDIR/mnt
+  mkdir -p "$MNT"
+  mount "$DEV" "$MNT"
+  before=$(digest "$DEV")
+  run claim_device "$DEV" "create xfs on it"
+  assert_failure 2
+  assert_output --partial "mounted file systems ($MNT)"
+  assert_equal "$(digest "$DEV")" "$before"
+}
+
+@test "a device the lab lists in wipe_devices is used" {
+  new_loop
+  mkfs.ext4 -q "$DEV"
+  node_config "[\"$DEV\"]"
+  run claim_device "$DEV" "create xfs on it"
+  assert_success
+  assert_output --partial "the lab lists it in wipe_devices"
+  # Listed by another name of the same device (a symlink, as /dev/disk/by-id is).
+  ln -s "$DEV" "$BATS_TEST_TMPDIR/by-id-disk"
+  node_config "[\"$BATS_TEST_TMPDIR/by-id-disk\"]"
+  run claim_device "$DEV" "create xfs on it"
+  assert_success
+  # Another device's listing does not cover it.
+  node_config '["/dev/loop-not-this-one"]'
+  run claim_device "$DEV" "create xfs on it"
+  assert_failure 2
+}
+
+@test "the disk of the running system is refused even when listed, and never discovered" {
+  local root
+  root=$(system_disks | head -n 1)
+  [[ -n $root ]] || skip "this machine's root is not on a block device (findmnt shows $(findmnt -rno SOURCE /))"
+  node_config "[\"$root\"]"
+  DEV=$root
+  run claim_device "$root" "create xfs on it"
+  assert_failure 2
+  assert_output --partial "$root holds the running system"
+  # NVMe discovery by NUMA node leaves the system's disk out.
+  PFSLAB_SYSROOT=$BATS_TEST_TMPDIR/sys
+  local n
+  for n in 0 1; do
+    mkdir -p "$PFSLAB_SYSROOT/sys/class/nvme/nvme$n/device"
+    echo 0 >"$PFSLAB_SYSROOT/sys/class/nvme/nvme$n/device/numa_node"
+  done
+  system_disks() { echo /dev/nvme0n1; }
+  run nvme_on_numa 0
+  assert_success
+  assert_output /dev/nvme1n1
+}
