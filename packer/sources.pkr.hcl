@@ -83,8 +83,10 @@ source "qemu" "debian" {
   ssh_username         = "pfslab-build"
   ssh_private_key_file = var.qemu_ssh_private_key_file
   ssh_timeout          = var.qemu_ssh_timeout
-  shutdown_command     = "sudo shutdown -P now"
-  shutdown_timeout     = "10m"
+  # The build account goes with the build: its sudo rule, then the account, then power
+  # off, in one sudo (a later step could no longer become root).
+  shutdown_command = "sudo sh -c 'rm -f /etc/sudoers.d/90-cloud-init-users && userdel --force --remove pfslab-build 2>/dev/null; shutdown -P now'"
+  shutdown_timeout = "10m"
 
   # vm_name is set per image role (builds.pkr.hcl).
   output_directory = var.qemu_output_dir

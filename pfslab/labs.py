@@ -139,6 +139,13 @@ def _schema_errors(data: Any) -> list[str]:
                     f"{_field_path([*where, key])}: unknown field; allowed here: {', '.join(allowed)}"
                 )
             continue
+        if error.validator == "pattern" and error.schema.get("description"):
+            # The description says what is meant; the pattern alone rarely does.
+            meant = str(error.schema["description"]).rstrip(".")
+            messages.append(
+                f"{_field_path(where)}: {error.instance!r} is not allowed; allowed: {meant} (pattern {error.validator_value})"
+            )
+            continue
         if error.validator == "enum":
             choices = ", ".join(str(v) for v in error.validator_value)
             messages.append(f"{_field_path(where)}: {error.instance!r} is not allowed; allowed: {choices}")
@@ -176,6 +183,10 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
             errors.append(
                 f"filesystem.ceph.pool_size: {ceph['pool_size']} replicas need at least as many OSDs; the lab has {osds}"
             )
+    named_login = data.get("network", {}).get("login")
+    node_names = [n["name"] for n in layout.nodes(data)]
+    if named_login and named_login not in node_names:
+        errors.append(f"network.login: {named_login!r} is not a node of the lab; its nodes: {', '.join(node_names)}")
     for imported in data.get("imports", []):
         if imported == stem:
             errors.append(f"imports: lab {stem} cannot import itself")
@@ -184,10 +195,49 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
     ids = [w["id"] for w in data.get("workloads", [])]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         errors.append(f"workloads: id {dup!r} is used twice")
+    errors += _path_errors(data)
     try:
         _check_subnet(data, groups)
     except LabError as err:
         errors.append(str(err))
+    return errors
+
+
+#: Directories a lab may never mount on, export or put under: the running system's own.
+#: (A lab path below /mnt, /srv, /scratch, /mmfs1 and the like is the lab's.)
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+               "/run", "/sbin", "/sys", "/usr", "/var")
+#: Directories a lab may use below but never be: mounting on them hides what they hold.
+SHARED_DIRS = ("/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp")
+
+
+def _absolute_path_error(field: str, path: str) -> str | None:
+    """Why ``path`` may not be a lab's mount point or export, or None when it may."""
+    parts = path.split("/")[1:]
+    if not path.startswith("/") or (path != "/" and any(p in ("", ".", "..") for p in parts)):
+        return f"{field}: {path!r} is not allowed; allowed: an absolute path without '.', '..', '//' or a trailing '/'"
+    if path in SHARED_DIRS or any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS):
+        return (f"{field}: {path!r} is not allowed; allowed: a directory of the lab's own, not a system directory "
+                f"({', '.join(SYSTEM_DIRS)} and below) nor one of {', '.join(SHARED_DIRS)} itself (e.g. /mnt/<lab>)")
+    return None
+
+
+def _path_errors(data: dict[str, Any]) -> list[str]:
+    """Paths the roles mount on, export or remove benchmark files under, checked before
+    any of them is used: a mount on /usr or a scratch of ../.. must never reach a node."""
+    errors: list[str] = []
+    fs = data.get("filesystem", {})
+    checks = [("filesystem.mount", fs.get("mount"))]
+    checks.append(("filesystem.nfs.export", fs.get("nfs", {}).get("export")))
+    for field, path in checks:
+        if isinstance(path, str):
+            error = _absolute_path_error(field, path)
+            if error:
+                errors.append(error)
+    scratch = data.get("benchmark", {}).get("scratch")
+    if isinstance(scratch, str) and (scratch.startswith("/") or any(p in ("", ".", "..") for p in scratch.split("/"))):
+        errors.append(f"benchmark.scratch: {scratch!r} is not allowed; allowed: a relative path under the mount "
+                      "without '.', '..', '//' or a trailing '/' (e.g. pfslab-bench)")
     return errors
 
 

@@ -4,8 +4,10 @@ Nodes are named ``<group><index>`` in node-group order; each gets the address of
 position in the lab's subnet (from ``network.first_address``) unless it is an existing
 host with an address of its own (``targets.baremetal.hosts``), and the Ceph OSD ids of
 its data drives (global, consecutive in node order, at least one per OSD node). The
-clients are the nodes with a client role of the registry; the phases list, per start
-phase of the family, the node/role pairs that start in it.
+clients are the nodes with a client role of the registry; the login node (the one a
+remote lab is reached through) is ``network.login`` or the first client, and on a
+cloud target only it gets a public address unless ``public_ip`` says otherwise; the phases
+list, per start phase of the family, the node/role pairs that start in it.
 
 ``pfslab lab show`` writes this as the ``derived`` part of ``build/<lab>/lab.json``;
 Terraform's lab plan reads it from there instead of expanding the groups itself.
@@ -58,6 +60,16 @@ def is_client(node: dict[str, Any]) -> bool:
     return bool(registry.client_roles() & set(node["roles"]))
 
 
+def login(lab: dict[str, Any]) -> str:
+    """The node a remote lab is reached through: ``network.login``, else the first client
+    in node order (benchmarks are launched there), else the first node."""
+    listed = nodes(lab)
+    named = lab.get("network", {}).get("login")
+    if named:
+        return str(named)
+    return str(next((n["name"] for n in listed if is_client(n)), listed[0]["name"]))
+
+
 def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     """The layout of a resolved lab (defaults filled in) on ``target`` (default: its own)."""
     target = target or lab["target"]
@@ -83,10 +95,20 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
         [{"node": n["name"], "role": role} for role in roles for n in out if role in n["roles"]]
         for roles in family.phases(registry.phase_count())
     ]
+    names = [n["name"] for n in out]
+    entry = login(lab)
+    # Only cloud targets state public_ip; elsewhere the kit reaches nodes as they are.
+    exposure = lab.get("targets", {}).get(target, {}).get("public_ip", "none")
+    public = {"all": names, "login": [entry], "none": []}[exposure]
     return {
         "target": target,
         "nodes": out,
         "clients": sorted(n["name"] for n in out if is_client(n)),
+        "login": entry,
+        # The nodes with a public address, and the node every other one is reached
+        # through (ProxyJump) when only the login node has one.
+        "public_nodes": public,
+        "ssh_jump": {n: entry for n in names if exposure == "login" and n != entry},
         "phases": phases,
     }
 

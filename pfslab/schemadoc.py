@@ -18,6 +18,12 @@ everything else (Terraform's lab plan, the node roles, ReFrame, reports). Files 
 validated against [`schema.json`](schema.json) before anything runs; an error names
 the field and what is allowed (`.venv/bin/pfslab lab check <lab>`).
 
+A lab file is code, not only data: its workloads' `steps` (args templates), its
+`launcher` lines and its `env` values become shell lines of the job scripts the kit runs
+as root on the lab's clients, and its tuning and role settings are applied to every node.
+Run only lab files you trust, as you would a script; review a lab file from someone else
+before `make lab-up` or `make bench`.
+
 A lab may `extends:` another (mappings merge, lists replace) and `imports:` other
 labs' workloads to run their shapes in quick mode. Labs shipped:
 
@@ -57,6 +63,10 @@ def _rows(node: dict[str, Any], defs: dict[str, Any], prefix: str, required: set
     out = []
     for name, child in node.get("properties", {}).items():
         path = f"{prefix}{name}"
+        target = defs.get(str(child.get("$ref", "")).rsplit("/", 1)[-1], {})
+        if target and "properties" not in target:
+            # A shared leaf (public_ip, ssh_cidrs) is documented where it is used.
+            child = {**target, **{k: v for k, v in child.items() if k != "$ref"}}
         need = "yes" if name in required else ""
         meaning = child.get("description", "").replace("|", "/")
         if "default" in child:

@@ -36,12 +36,22 @@ pfslab() {
   "$cli" "$@"
 }
 
+# A lab name is checked before any path is built from it (build/<lab>, which lab-down
+# removes, /run/pfslab/<lab>): the schema's own pattern for `name`, read once.
+check_lab_name() {
+  if [[ -z ${PFSLAB_LAB_NAME_PATTERN:-} ]]; then
+    PFSLAB_LAB_NAME_PATTERN=$(jq -r '.properties.name.pattern' "$PFSLAB_ROOT/labs/schema.json")
+  fi
+  [[ $1 =~ $PFSLAB_LAB_NAME_PATTERN ]] ||
+    die "LAB=$1 is not a lab name (lower-case letters, digits, '.', '+', '-', at most 40, starting with a letter; pattern $PFSLAB_LAB_NAME_PATTERN)"
+}
+
 # A field (dotted path) of the lab as this command resolved it: PFSLAB_LAB_JSON (set by
 # scripts/lab, once per command), else build/<lab>/lab.json (the lab as it was brought
 # up), else the lab resolved now. Strings print bare, other values as compact JSON.
 lab_field() {
   local lab=$1 field=$2 resolved=${PFSLAB_LAB_JSON:-}
-  [[ $lab =~ ^[a-z][a-z0-9.+-]*$ ]] || die "LAB=$lab is not a lab name (lower-case letters, digits, '.', '+', '-')"
+  check_lab_name "$lab"
   if [[ ! -s $resolved || $(jq -r .name "$resolved") != "$lab" ]]; then
     resolved=$PFSLAB_ROOT/build/$lab/lab.json
   fi
@@ -50,6 +60,16 @@ lab_field() {
   else
     pfslab lab get "$lab" "$field"
   fi
+}
+
+# Source the target's adapter (scripts/targets/<target>.sh): the target_* functions
+# scripts/lab and scripts/lib/remote.sh call for what differs between targets.
+use_target() {
+  local target=$1
+  [[ -s $PFSLAB_ROOT/registry/targets/$target.json && -s $PFSLAB_ROOT/scripts/targets/$target.sh ]] ||
+    die "target '$target' has no registry/targets/$target.json or scripts/targets/$target.sh"
+  # shellcheck source=/dev/null
+  source "$PFSLAB_ROOT/scripts/targets/$target.sh"
 }
 
 # Read a field of the node's config (JSON written by the lab plan): cfg '.node.name'
@@ -188,5 +208,6 @@ is_client_role() {
 active_lab() {
   local lab=${PFSLAB_LAB:-}
   [[ -n $lab ]] || lab=$(cat "${PFSLAB_BUILD:-$PFSLAB_ROOT/build}/active-lab" 2>/dev/null || true)
+  [[ -z $lab ]] || check_lab_name "$lab"
   printf '%s' "$lab"
 }

@@ -18,19 +18,66 @@ REMOTE_CONFIG=/etc/pfslab/node.json
 remote_dir() { echo "$REMOTE_BUILD/$1"; }
 remote_inv() { echo "$REMOTE_BUILD/$1/inventory.json"; }
 
-# Options of every ssh and scp to a lab's node: the lab's own key and known_hosts.
-remote_opts() {
-  local dir
-  dir=$(remote_dir "$1")
-  printf '%s\n' -o BatchMode=yes -o StrictHostKeyChecking=accept-new \
-    -o "UserKnownHostsFile=$dir/ssh/known_hosts" -o ConnectTimeout=15 -i "$dir/ssh/id_ed25519"
+# Every ssh and scp of the kit to a lab's node reads the lab's one SSH config
+# (remote_ssh_config) and nothing else: with -F neither ~/.ssh/config nor
+# /etc/ssh/ssh_config applies, so no agent forwarding, no other key and no proxy of the
+# user's reaches the lab's nodes.
+remote_opts() { printf '%s\n' -F "$(remote_dir "$1")/ssh/config"; }
+
+# A node is reached by its name; the lab's SSH config says where and how.
+remote_target() { printf '%s\n' "$2"; }
+
+# build/<lab>/ssh/config, from the inventory: per node its SSH address, user and the
+# lab's key only (IdentitiesOnly); the nodes without a public address through the login
+# node (ProxyJump); host keys checked under the node's name (HostKeyAlias), strictly
+# once known_hosts has them (pinned from the cloud's console by remote_pin_host_keys),
+# trusted on first use otherwise. The lab address is an alias too: scripts/preflight
+# and job scripts reach nodes by it.
+remote_ssh_config() {
+  local lab=$1 dir known
+  dir=$(remote_dir "$lab")/ssh
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  known=""
+  [[ ! -s $dir/known_hosts ]] || known=$(awk '{print $1}' "$dir/known_hosts" | sort -u | tr '\n' ' ')
+  # Created private: the config names the key and the lab's inner addresses.
+  : >"$dir/config"
+  chmod 600 "$dir/config"
+  jq -r --arg d "$dir" --arg known " $known" '(.ssh.user // "root") as $u | (.nodes[] | .name as $n |
+    "Host \(.name) \(.address)\n  HostName \(.ssh_address // .address)\n  User \($u)\n  HostKeyAlias \(.name)\n" +
+    (if .ssh_jump then "  ProxyJump \(.ssh_jump)\n" else "" end) +
+    "  StrictHostKeyChecking \(if ($known | contains(" \($n) ")) then "yes" else "accept-new" end)\n"),
+    "Host *\n  IdentityFile \($d)/id_ed25519\n  IdentitiesOnly yes\n  UserKnownHostsFile \($d)/known_hosts\n  GlobalKnownHostsFile /dev/null\n  BatchMode yes\n  PasswordAuthentication no\n  KbdInteractiveAuthentication no\n  ForwardAgent no\n  ForwardX11 no\n  ControlMaster no\n  ConnectTimeout 15\n  ServerAliveInterval 15"' \
+    "$(remote_inv "$lab")" >>"$dir/config"
 }
 
-# user@address the kit reaches a node at.
-remote_target() {
-  local lab=$1 node=$2
-  jq -r --arg n "$node" '(.ssh.user // "root") as $u | .nodes[] | select(.name == $n) | "\($u)@\(.ssh_address // .address)"' \
-    "$(remote_inv "$lab")"
+# The host keys a node's first boot printed on its console (cloud-init's "BEGIN SSH HOST
+# KEY KEYS" block), from the target's API (target_console LAB NODE; aws, azure): written
+# to known_hosts under the node's name before the kit's first connection, so that
+# connection already checks the key. Targets without a console (existing hosts) fall back
+# to trust on first use; the key then learned is printed for the user to compare.
+remote_pin_host_keys() {
+  local lab=$1 node=$2 dir keys
+  dir=$(remote_dir "$lab")/ssh
+  grep -q "^$node " "$dir/known_hosts" 2>/dev/null && return 0
+  declare -F target_console >/dev/null || return 1
+  keys=$(target_console "$lab" "$node" 2>/dev/null |
+    sed -n '/-----BEGIN SSH HOST KEY KEYS-----/,/-----END SSH HOST KEY KEYS-----/{/-----/d; s/\r$//; p}' |
+    awk -v n="$node" 'NF >= 2 && $1 ~ /^(ssh-|ecdsa-)/ {print n, $1, $2}') || true
+  [[ -n $keys ]] || return 1
+  printf '%s\n' "$keys" >>"$dir/known_hosts"
+  chmod 600 "$dir/known_hosts"
+  log "pinned the host keys node $node printed on its console ($(awk '{print $2}' <<<"$keys" | tr '\n' ' ' | sed 's/ $//'))"
+  remote_ssh_config "$lab"
+}
+
+# A node's host key as learned on first use, for the log (a target without a console).
+remote_tofu_note() {
+  local lab=$1 node=$2 known line
+  known=$(remote_dir "$lab")/ssh/known_hosts
+  [[ -s $known ]] || return 0
+  line=$(ssh-keygen -l -F "$node" -f "$known" 2>/dev/null | awk '!/^#/ {print $3 " (" $2 ")"; exit}') || true
+  [[ -z $line ]] || log "host key of $node trusted on first use (no console to pin it from): $line"
 }
 
 # remote_ssh LAB NODE COMMAND: run a command on a node (stdin closed).
@@ -50,6 +97,13 @@ remote_role() {
 
 remote_nodes() { jq -r '.nodes[].name' "$(remote_inv "$1")"; }
 
+# The target's adapter (scripts/targets/<target>.sh) for its target_console, when
+# scripts/lab has not sourced it already.
+remote_use_target() {
+  declare -F target_leftovers >/dev/null && return 0
+  use_target "$(jq -r .target "$(remote_inv "$1")")"
+}
+
 # Nodes that are existing hosts (no cloud-init): their first boot is a script the kit runs.
 remote_hosts() { jq -r '.baremetal.hosts // {} | keys[]' "$(remote_inv "$1")"; }
 
@@ -61,10 +115,17 @@ remote_wait_boot() {
   local lab=$1 timeout=${PFSLAB_BOOT_TIMEOUT:-1200} start=$SECONDS node status
   for node in $(remote_nodes "$lab"); do
     is_existing_host "$lab" "$node" && continue
+    # The console shows the host keys once cloud-init's last stage ran: pin them before
+    # the first connection (targets without a console trust on first use).
+    until remote_pin_host_keys "$lab" "$node" || ! declare -F target_console >/dev/null; do
+      ((SECONDS - start < timeout)) || die "node $node of lab $lab printed no SSH host keys on its console in ${timeout}s; see its console output"
+      sleep 10
+    done
     until remote_ssh "$lab" "$node" "test -e /var/lib/cloud/instance/boot-finished" >/dev/null 2>&1; do
       ((SECONDS - start < timeout)) || die "node $node of lab $lab did not finish its first boot in ${timeout}s (no /var/lib/cloud/instance/boot-finished)"
       sleep 10
     done
+    declare -F target_console >/dev/null || remote_tofu_note "$lab" "$node"
     status=$(remote_ssh "$lab" "$node" "cloud-init status" 2>/dev/null || true)
     if [[ $status != *"status: done"* ]]; then
       remote_ssh "$lab" "$node" "tail -n 5 /var/log/cloud-init-output.log" 2>/dev/null | sed "s/^/[${PFSLAB_LOG_TAG:-remote}] $node: /" >&2 || true
@@ -84,6 +145,7 @@ remote_boot_hosts() {
     log "first boot of existing host $node"
     ssh "${opts[@]}" "$(remote_target "$lab" "$node")" sh -s <"$script" >&2 ||
       die "the first-boot script failed on host $node of lab $lab (output above)"
+    remote_tofu_note "$lab" "$node"
   done
 }
 
@@ -140,33 +202,20 @@ remote_stop_phases() {
   done
 }
 
-# scripts/preflight reaches nodes by their lab address with plain ssh: give it an ssh
-# that maps each address to the node's SSH address, user, key and known_hosts.
-remote_ssh_config() {
-  local lab=$1 dir real
-  dir=$(remote_dir "$lab")
-  real=$(command -v ssh) || die "missing command 'ssh'"
-  mkdir -p "$dir/ssh/bin"
-  jq -r --arg d "$dir/ssh" '(.ssh.user // "root") as $u | .nodes[] |
-    "Host \(.address)\n  HostName \(.ssh_address // .address)\n  User \($u)\n  IdentityFile \($d)/id_ed25519\n  IdentitiesOnly yes\n  UserKnownHostsFile \($d)/known_hosts\n  StrictHostKeyChecking accept-new\n"' \
-    "$(remote_inv "$lab")" >"$dir/ssh/config"
-  printf '#!/bin/sh\n# Written by scripts/lib/remote.sh: ssh to lab %s by lab address.\nexec %s -F %s "$@"\n' \
-    "$lab" "$real" "$dir/ssh/config" >"$dir/ssh/bin/ssh"
-  chmod 700 "$dir/ssh/bin/ssh"
-  chmod 600 "$dir/ssh/config"
-}
-
 remote_preflight() {
   local lab=$1
-  remote_ssh_config "$lab"
-  PATH="$(remote_dir "$lab")/ssh/bin:$PATH" PFSLAB_BUILD="$REMOTE_BUILD" "$PFSLAB_ROOT/scripts/preflight" "$lab"
+  [[ -s $(remote_dir "$lab")/ssh/config ]] || remote_ssh_config "$lab"
+  PFSLAB_BUILD="$REMOTE_BUILD" "$PFSLAB_ROOT/scripts/preflight" "$lab"
 }
 
 # The whole bring-up after apply.
 remote_up() {
   local lab=$1
   [[ -s $(remote_inv "$lab") ]] || die "lab $lab has no inventory ($(remote_inv "$lab")); run 'make lab-up LAB=$lab'"
-  require_cmd ssh scp jq
+  require_cmd ssh scp jq ssh-keygen
+  remote_use_target "$lab"
+  [[ -z ${TARGET_CONSOLE_CMD:-} ]] || require_cmd "$TARGET_CONSOLE_CMD"
+  remote_ssh_config "$lab"
   remote_wait_boot "$lab"
   remote_boot_hosts "$lab"
   remote_copy_cluster "$lab"

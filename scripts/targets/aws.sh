@@ -32,3 +32,17 @@ target_leftovers() {
 }
 
 target_gone() { echo "nothing tagged lab=$1 is left (aws resourcegroupstaggingapi get-resources)"; }
+
+# The instance's console as EC2 keeps it (cloud-init prints the host keys there): what
+# scripts/lib/remote.sh pins them from before the first SSH connection.
+# shellcheck disable=SC2034 # read by scripts/lib/remote.sh
+TARGET_CONSOLE_CMD=aws
+target_console() {
+  local lab=$1 node=$2 inv id region
+  inv=$(remote_inv "$lab")
+  id=$(jq -er --arg n "$node" '.aws.instance_ids[$n]' "$inv")
+  region=$(jq -er '.aws.region' "$inv")
+  # --latest (Nitro instances) shows the console now, not as of the last snapshot.
+  aws ec2 get-console-output --region "$region" --instance-id "$id" --latest --query Output --output text 2>/dev/null ||
+    aws ec2 get-console-output --region "$region" --instance-id "$id" --query Output --output text
+}

@@ -14,3 +14,13 @@ target_credentials() {
 target_leftovers() { az resource list --tag "lab=$1" --query '[].id' --output tsv | sed '/^$/d'; }
 
 target_gone() { echo "nothing tagged lab=$1 is left (az resource list --tag lab=$1)"; }
+
+# The VM's serial console log (boot diagnostics, enabled by terraform/modules/azure), where
+# cloud-init prints the host keys: what scripts/lib/remote.sh pins them from.
+# shellcheck disable=SC2034 # read by scripts/lib/remote.sh
+TARGET_CONSOLE_CMD=az
+target_console() {
+  local lab=$1 node=$2 id
+  id=$(jq -er --arg n "$node" '.azure.vm_ids[$n]' "$(remote_inv "$lab")")
+  az vm boot-diagnostics get-boot-log --ids "$id" --output tsv
+}

@@ -11,21 +11,30 @@ setup() {
   LAB=$BUILD/aws-cephfs
   mkdir -p "$LAB/ssh"
   : >"$LAB/ssh/id_ed25519"
-  jq -n '{lab: "aws-cephfs", target: "aws", ssh: {user: "root"}, cluster_path: "/etc/pfslab/cluster",
+  # As the aws root writes it by default: only the login node (cli0) has a public
+  # address; the others are reached through it.
+  jq -n '{lab: "aws-cephfs", target: "aws", ssh: {user: "root"}, cluster_path: "/etc/pfslab/cluster", login: "cli0",
+    aws: {region: "us-east-1", instance_ids: {mon0: "i-0mon", osd0: "i-0osd", cli0: "i-0cli"}},
     nodes: [
-      {name: "mon0", group: "mon", roles: ["ceph-mon", "ceph-mgr"], address: "10.21.0.10", ssh_address: "198.51.100.10"},
-      {name: "osd0", group: "osd", roles: ["ceph-osd"], address: "10.21.0.11", ssh_address: "198.51.100.11"},
-      {name: "cli0", group: "cli", roles: ["ceph-client"], address: "10.21.0.12", ssh_address: "198.51.100.12"}],
+      {name: "mon0", group: "mon", roles: ["ceph-mon", "ceph-mgr"], address: "10.21.0.10", ssh_address: "10.21.0.10", ssh_jump: "cli0"},
+      {name: "osd0", group: "osd", roles: ["ceph-osd"], address: "10.21.0.11", ssh_address: "10.21.0.11", ssh_jump: "cli0"},
+      {name: "cli0", group: "cli", roles: ["ceph-client"], address: "10.21.0.12", ssh_address: "198.51.100.12", ssh_jump: null}],
     phases: [[{node: "mon0", role: "ceph-mon"}], [{node: "mon0", role: "ceph-mgr"}], [{node: "osd0", role: "ceph-osd"}], [], [{node: "cli0", role: "ceph-client"}]]}' \
     >"$LAB/inventory.json"
   shim ssh '
 cmd=${!#}
 case $cmd in
   "cloud-init status") echo "status: done" ;;
-  *"ls -A"*) [[ $* == *root@198.51.100.10* ]] ;;
+  *"ls -A"*) [[ $* == *" mon0 "* ]] ;;
 esac'
   shim scp
-  O="-o BatchMode=yes -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=$LAB/ssh/known_hosts -o ConnectTimeout=15 -i $LAB/ssh/id_ed25519"
+  # EC2's console of each instance, with the host keys cloud-init printed (CRLF, as EC2 serves it).
+  shim aws '
+[[ $* == *get-console-output* ]] || exit 0
+args="$*"; id=${args##*--instance-id }; id=${id%% *}
+printf "%s\r\n" "[   12.3] cloud-init[812]: Cloud-init v. 22.4.2 running modules:final" "-----BEGIN SSH HOST KEY KEYS-----" \
+  "ecdsa-sha2-nistp256 AAAAE2VjZHNh$id root@ip-10-21-0-1" "ssh-ed25519 AAAAC3NzaC1l$id root@ip-10-21-0-1" "-----END SSH HOST KEY KEYS-----"'
+  O="-F $LAB/ssh/config"
 }
 
 remote_up() {
@@ -38,43 +47,82 @@ remote_up() {
   assert_line "preflight: every check passed on lab aws-cephfs"
   r="PFSLAB_NODE_CONFIG=/etc/pfslab/node.json /opt/pfslab/scripts/roles"
   # The commands up to preflight, in order (preflight's own ssh calls follow).
-  run bash -c "sed -n '1,14p' '$SHIM_LOG'"
-  assert_output "ssh -n $O root@198.51.100.10 test -e /var/lib/cloud/instance/boot-finished
-ssh -n $O root@198.51.100.10 cloud-init status
-ssh -n $O root@198.51.100.11 test -e /var/lib/cloud/instance/boot-finished
-ssh -n $O root@198.51.100.11 cloud-init status
-ssh -n $O root@198.51.100.12 test -e /var/lib/cloud/instance/boot-finished
-ssh -n $O root@198.51.100.12 cloud-init status
-ssh -n $O root@198.51.100.10 test -n \"\$(ls -A '/etc/pfslab/cluster' 2>/dev/null)\"
-ssh -n $O root@198.51.100.11 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
-scp -3 -q -p -r $O root@198.51.100.10:/etc/pfslab/cluster/. root@198.51.100.11:/etc/pfslab/cluster/
-ssh -n $O root@198.51.100.12 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
-scp -3 -q -p -r $O root@198.51.100.10:/etc/pfslab/cluster/. root@198.51.100.12:/etc/pfslab/cluster/
-ssh -n $O root@198.51.100.10 $r/ceph up mon
-ssh -n $O root@198.51.100.10 $r/ceph up mgr
-ssh -n $O root@198.51.100.11 $r/ceph up osd"
-  assert_equal "$(sed -n '15p' "$SHIM_LOG")" "ssh -n $O root@198.51.100.12 $r/ceph up client"
-  # preflight reaches nodes by lab address through the lab's ssh config.
-  assert_equal "$(sed -n '16p' "$SHIM_LOG")" "ssh -F $LAB/ssh/config -n -o BatchMode=yes -o ConnectTimeout=15 10.21.0.10 $r/common health fabric"
+  run bash -c "grep -E '^(ssh|scp) ' '$SHIM_LOG' | sed -n '1,14p'"
+  assert_output "ssh -n $O mon0 test -e /var/lib/cloud/instance/boot-finished
+ssh -n $O mon0 cloud-init status
+ssh -n $O osd0 test -e /var/lib/cloud/instance/boot-finished
+ssh -n $O osd0 cloud-init status
+ssh -n $O cli0 test -e /var/lib/cloud/instance/boot-finished
+ssh -n $O cli0 cloud-init status
+ssh -n $O mon0 test -n \"\$(ls -A '/etc/pfslab/cluster' 2>/dev/null)\"
+ssh -n $O osd0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
+scp -3 -q -p -r $O mon0:/etc/pfslab/cluster/. osd0:/etc/pfslab/cluster/
+ssh -n $O cli0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
+scp -3 -q -p -r $O mon0:/etc/pfslab/cluster/. cli0:/etc/pfslab/cluster/
+ssh -n $O mon0 $r/ceph up mon
+ssh -n $O mon0 $r/ceph up mgr
+ssh -n $O osd0 $r/ceph up osd"
+  assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '15p')" "ssh -n $O cli0 $r/ceph up client"
+  # preflight uses the same config, by node name.
+  assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '16p')" "ssh -F $LAB/ssh/config -n mon0 $r/common health fabric"
+  # No ssh or scp of the kit runs without the lab's config.
+  [ -z "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | grep -v -- "-F $LAB/ssh/config")" ]
 }
 
-@test "remote-up: the lab's ssh config maps lab addresses to SSH addresses, user, key, known_hosts" {
+@test "remote-up: host keys are pinned from each instance's console before the first connection" {
   remote_up aws-cephfs
   assert_success
-  run cat "$LAB/ssh/config"
-  assert_line "Host 10.21.0.11"
-  assert_line "  HostName 198.51.100.11"
-  assert_line "  User root"
-  assert_line "  IdentityFile $LAB/ssh/id_ed25519"
-  assert_line "  UserKnownHostsFile $LAB/ssh/known_hosts"
+  assert_line "[remote] pinned the host keys node osd0 printed on its console (ecdsa-sha2-nistp256 ssh-ed25519)"
+  run cat "$LAB/ssh/known_hosts"
+  assert_line "osd0 ssh-ed25519 AAAAC3NzaC1li-0osd"
+  assert_line "mon0 ecdsa-sha2-nistp256 AAAAE2VjZHNhi-0mon"
+  assert_equal "$(stat -c %a "$LAB/ssh/known_hosts")" 600
+  # The console is read before the node's first ssh.
+  run bash -c "grep -nE 'i-0osd|osd0 test -e' '$SHIM_LOG' | cut -d: -f1 | tr '\n' ' '"
+  [[ $output =~ ^([0-9]+)\ ([0-9]+)\ $ ]] && ((BASH_REMATCH[1] < BASH_REMATCH[2]))
+  # Once pinned, a changed key is refused, not learned.
+  assert_equal "$(ssh -G -F "$LAB/ssh/config" osd0 | grep -i '^stricthostkeychecking')" "stricthostkeychecking true"
+}
+
+@test "remote-up: a node whose console never shows its host keys is named, and nothing connects to it" {
+  shim aws 'exit 0'
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" PFSLAB_BOOT_TIMEOUT=0 "$KIT/scripts/remote-up" aws-cephfs
+  assert_failure 2
+  assert_output "[remote] error: node mon0 of lab aws-cephfs printed no SSH host keys on its console in 0s; see its console output"
+  [ -z "$(calls ssh)" ]
+}
+
+@test "remote-up: one ssh config, the lab's key only, no agent, the inner nodes through the login node" {
+  remote_up aws-cephfs
+  assert_success
   assert_equal "$(stat -c %a "$LAB/ssh/config")" 600
+  assert_equal "$(stat -c %a "$LAB/ssh")" 700
+  # What ssh itself makes of the config (ssh -G connects nowhere).
+  run ssh -G -F "$LAB/ssh/config" osd0
+  assert_line "hostname 10.21.0.11"
+  assert_line "user root"
+  assert_line "proxyjump cli0"
+  assert_line "hostkeyalias osd0"
+  assert_line "identitiesonly yes"
+  assert_line "identityfile $LAB/ssh/id_ed25519"
+  assert_line "forwardagent no"
+  assert_line "batchmode yes"
+  assert_line "passwordauthentication no"
+  assert_line "userknownhostsfile $LAB/ssh/known_hosts"
+  run ssh -G -F "$LAB/ssh/config" cli0
+  assert_line "hostname 198.51.100.12"
+  refute_line --partial "proxyjump"
+  # The lab address is an alias of the node (preflight and job scripts use it).
+  run ssh -G -F "$LAB/ssh/config" 10.21.0.11
+  assert_line "hostname 10.21.0.11"
+  assert_line "proxyjump cli0"
 }
 
 @test "remote-up: a failed first boot names the node and shows its cloud-init output" {
   shim ssh '
 cmd=${!#}
 case $cmd in
-  "cloud-init status") [[ $* == *198.51.100.11* ]] && { echo "status: error"; exit 1; }; echo "status: done" ;;
+  "cloud-init status") [[ $* == *" osd0 "* ]] && { echo "status: error"; exit 1; }; echo "status: done" ;;
   tail*) echo "beegfs: /dev/disk/pfslab/data3 does not exist" ;;
 esac'
   remote_up aws-cephfs
@@ -106,15 +154,22 @@ esac'
 }
 
 @test "remote-up: existing hosts run their first-boot script over ssh instead of waiting for cloud-init" {
-  jq '.target = "baremetal" | .baremetal = {hosts: {mon0: "10.21.0.10", osd0: "10.21.0.11", cli0: "10.21.0.12"}} | .nodes |= map(del(.ssh_address))' \
+  jq '.target = "baremetal" | del(.aws) | .baremetal = {hosts: {mon0: "10.21.0.10", osd0: "10.21.0.11", cli0: "10.21.0.12"}} | .nodes |= map(del(.ssh_address, .ssh_jump))' \
     "$LAB/inventory.json" >"$LAB/inv" && mv "$LAB/inv" "$LAB/inventory.json"
   mkdir -p "$LAB/boot"
   for n in mon0 osd0 cli0; do printf '#!/bin/sh\necho boot %s\n' "$n" >"$LAB/boot/$n.sh"; done
+  # ssh learns each host's key on first use (StrictHostKeyChecking accept-new).
+  ssh-keygen -q -t ed25519 -N '' -C host -f "$BATS_TEST_TMPDIR/hostkey"
+  shim ssh "[[ \${!#} == -s ]] && printf '%s %s\\n' \"\$3\" '$(cut -d' ' -f1,2 "$BATS_TEST_TMPDIR/hostkey.pub")' >>\"\$(dirname \"\$2\")/known_hosts\"; exit 0"
   remote_up aws-cephfs
   assert_success
   [ -z "$(calls ssh | grep boot-finished)" ]
   assert_equal "$(calls ssh | grep -c 'sh -s$')" 3
-  assert_equal "$(calls ssh | grep -c "^ssh $O root@10.21.0.10 sh -s$")" 1
+  assert_equal "$(calls ssh | grep -c "^ssh $O mon0 sh -s$")" 1
+  # No console to pin from: trust on first use, said as such, with the key's fingerprint.
+  [ -z "$(calls aws)" ]
+  assert_line "[remote] host key of mon0 trusted on first use (no console to pin it from): $(ssh-keygen -l -f "$BATS_TEST_TMPDIR/hostkey.pub" | cut -d' ' -f2) (ED25519)"
+  assert_equal "$(ssh -G -F "$LAB/ssh/config" mon0 | grep -i '^stricthostkeychecking')" "stricthostkeychecking accept-new"
 }
 
 @test "remote-down stops the roles in reverse phase order" {

@@ -93,6 +93,30 @@ derive_lab() {
   assert_output "[lab] no lab is up; nothing to take down"
 }
 
+@test "a LAB that is not a lab name is refused before it becomes a path" {
+  # lab-down removes build/<lab>: a name like ../.. must never get that far.
+  mkdir -p "$BATS_TEST_TMPDIR/victim/lab"
+  echo keep >"$BATS_TEST_TMPDIR/victim/lab/file"
+  for action in up down status calibrate; do
+    run "$KIT/scripts/lab" "$action" "../../victim"
+    assert_failure 2
+    assert_output --regexp "^\[lab\] error: LAB=\.\./\.\./victim is not a lab name \(lower-case letters, digits"
+    assert_equal "${#lines[@]}" 1
+  done
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/victim/lab/file")" keep
+  assert [ ! -e "$KIT/build" ]
+}
+
+@test "a tampered active-lab record is refused, not followed" {
+  mkdir -p "$KIT/build" "$BATS_TEST_TMPDIR/victim"
+  echo keep >"$BATS_TEST_TMPDIR/victim/file"
+  echo "../../victim" >"$KIT/build/active-lab"
+  run "$KIT/scripts/lab" down
+  assert_failure 2
+  assert_output --partial "error: LAB=../../victim is not a lab name"
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/victim/file")" keep
+}
+
 @test "a second lab cannot come up beside the running one" {
   mkdir -p "$KIT/build"
   echo nss73-ha >"$KIT/build/active-lab"

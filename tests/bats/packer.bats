@@ -134,6 +134,33 @@ packer_offline() {
   assert_output ""
 }
 
+@test "the qemu build's shutdown removes the build account and its sudo rule (run in a private /etc)" {
+  [[ $(id -u) -eq 0 ]] || skip "needs root for a private mount namespace"
+  command -v useradd >/dev/null || skip "needs useradd (passwd)"
+  # The root part of the command: what Packer's `sudo sh -c '...'` runs.
+  inner=$(sed -n "s/^ *shutdown_command *= *\"sudo sh -c '\(.*\)'\"$/\1/p" "$KIT/packer/sources.pkr.hcl")
+  [[ -n $inner ]] || fail "no sudo sh -c shutdown_command in packer/sources.pkr.hcl"
+  printf '%s\n' "$inner" >"$BATS_TEST_TMPDIR/inner.sh"
+  # Copies of /etc and /home in a mount namespace: the real ones are never touched;
+  # shutdown is a shim that records its arguments.
+  mkdir -p "$BATS_TEST_TMPDIR/bin" "$BATS_TEST_TMPDIR/home"
+  printf '#!/bin/sh\necho "shutdown $*" >"%s/shutdown.log"\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/bin/shutdown"
+  chmod +x "$BATS_TEST_TMPDIR/bin/shutdown"
+  T=$BATS_TEST_TMPDIR run unshare -m bash -euc '
+    cp -a /etc "$T/etc" && mount --bind "$T/etc" /etc && mount --bind "$T/home" /home
+    useradd --create-home pfslab-build
+    echo "pfslab-build ALL=(ALL) NOPASSWD:ALL" >/etc/sudoers.d/90-cloud-init-users
+    PATH="$T/bin:$PATH" sh "$T/inner.sh"
+    if getent passwd pfslab-build; then echo "account left"; fi
+    if [ -e /etc/sudoers.d/90-cloud-init-users ]; then echo "sudo rule left"; fi
+    if [ -d /home/pfslab-build ]; then echo "home left"; fi'
+  assert_success
+  refute_output --partial "left"
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/shutdown.log")" "shutdown -P now"
+  run getent passwd pfslab-build
+  assert_failure
+}
+
 # ---- scripts/images: bad input --------------------------------------------------------------
 
 images() {

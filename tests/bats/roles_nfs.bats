@@ -22,7 +22,7 @@ setup() {
   for i in 0 1 2 3 4 5 6 7; do : >"$ROOT/dev/mapper/lun$i"; done
 }
 
-@test "active server: 8 LUNs concatenated on a stripe boundary, XFS su=128k sw=8, exported to the subnet" {
+@test "active server: 8 LUNs concatenated on a stripe boundary, XFS su=128k sw=8, exported to the client nodes only" {
   cfg=$(node_config nfs.json srv0 srv 0 10.10.0.1 nfs-server)
   role "$cfg" nfs configure server
   assert_success
@@ -34,7 +34,7 @@ setup() {
   assert_line "mkfs.xfs -d su=128k,sw=8 /dev/pfsnfs/export"
   assert_line "mount /export"
   grep -qx "UUID=uuid_dev_pfsnfs_export /export xfs noatime 0 0" "$ROOT/etc/fstab"
-  assert_equal "$(tail -n 1 "$ROOT/etc/exports.d/pfslab.exports")" "/export 10.10.0.0/16(rw,sync,no_root_squash,no_subtree_check)"
+  assert_equal "$(tail -n 1 "$ROOT/etc/exports.d/pfslab.exports")" "/export 10.10.0.20(rw,sync,no_root_squash,no_subtree_check) 10.10.0.21(rw,sync,no_root_squash,no_subtree_check)"
   assert_equal "$(tail -n 2 "$ROOT/etc/nfs.conf.d/90-pfslab.conf")" "[nfsd]
 threads=256"
   # Again: nothing is created twice.
@@ -44,6 +44,14 @@ threads=256"
   run calls
   refute_line --partial pvcreate
   refute_line --partial mkfs.xfs
+}
+
+@test "export_clients, when the lab gives it, replaces the list of client nodes" {
+  cfg=$(node_config nfs.json srv0 srv 0 10.10.0.1 nfs-server)
+  jq '.filesystem.nfs.export_clients = "10.10.0.0/16 10.11.0.5"' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
+  role "$cfg" nfs configure server
+  assert_success
+  assert_equal "$(tail -n 1 "$ROOT/etc/exports.d/pfslab.exports")" "/export 10.10.0.0/16(rw,sync,no_root_squash,no_subtree_check) 10.11.0.5(rw,sync,no_root_squash,no_subtree_check)"
 }
 
 @test "active server start: nfs-server, exportfs, and the floating address on ib0" {

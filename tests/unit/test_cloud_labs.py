@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pfslab import labs
+from pfslab import labs, layout
 
 KIT = Path(__file__).resolve().parents[2]
 CLOUD_LABS = [n for n in labs.lab_names() if n.split("-")[0] in ("aws", "azure", "baremetal")]
@@ -117,7 +117,7 @@ def test_a_bad_azure_size_is_named(tmp_path: Path) -> None:
     data = yaml.safe_load((KIT / "labs" / "azure-beegfs-medium.yaml").read_text())
     data["targets"]["azure"]["groups"]["ss"]["vm_size"] = "HB120rs_v3"
     (tmp_path / "azure-beegfs-medium.yaml").write_text(yaml.safe_dump(data))
-    with pytest.raises(labs.LabError, match=r"targets\.azure\.groups\.ss\.vm_size: 'HB120rs_v3' does not match"):
+    with pytest.raises(labs.LabError, match=r"targets\.azure\.groups\.ss\.vm_size: 'HB120rs_v3' is not allowed; allowed: "):
         labs.load(str(tmp_path / "azure-beegfs-medium.yaml"))
 
 
@@ -205,3 +205,69 @@ def test_every_variable_used_is_declared_once(directory: Path) -> None:
     used = {m for tf in directory.glob("*.tf") for m in re.findall(r"\bvar\.([A-Za-z_][\w-]*)", tf.read_text())}
     missing = sorted(used - set(declared))
     assert not missing, f"{directory.relative_to(KIT)}: used but not declared: {missing}"
+
+
+def _aws_nfs(tmp_path: Path, edit: Any) -> dict[str, Any]:
+    data = yaml.safe_load((KIT / "labs" / "aws-nfs.yaml").read_text())
+    edit(data)
+    (tmp_path / "aws-nfs.yaml").write_text(yaml.safe_dump(data))
+    return labs.load(str(tmp_path / "aws-nfs.yaml"))
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/15"])
+def test_ssh_from_a_network_wider_than_a_16_is_refused(tmp_path: Path, cidr: str) -> None:
+    msg = _broken(tmp_path, lambda d: d["targets"]["aws"].update(ssh_cidrs=["203.0.113.0/24", cidr]))
+    assert msg.count("\n") == 0
+    assert f"targets.aws.ssh_cidrs[1]: {cidr!r} is not allowed; allowed: a network of prefix /16 or narrower" in msg
+    assert "allow_wide_ssh_cidrs: true" in msg
+
+
+@pytest.mark.parametrize("cidr", ["192.168.0.0/16", "203.0.113.7/32"])
+def test_ssh_from_a_16_or_narrower_is_admitted(tmp_path: Path, cidr: str) -> None:
+    lab = _aws_nfs(tmp_path, lambda d: d["targets"]["aws"].update(ssh_cidrs=[cidr]))
+    assert lab["targets"]["aws"]["ssh_cidrs"] == [cidr]
+    assert lab["targets"]["aws"]["allow_wide_ssh_cidrs"] is False
+
+
+def test_a_lab_that_says_so_may_admit_ssh_from_anywhere(tmp_path: Path) -> None:
+    lab = _aws_nfs(tmp_path, lambda d: d["targets"]["aws"].update(ssh_cidrs=["0.0.0.0/0"], allow_wide_ssh_cidrs=True))
+    assert lab["targets"]["aws"]["ssh_cidrs"] == ["0.0.0.0/0"]
+    # Saying false is the same as saying nothing.
+    msg = _broken(tmp_path, lambda d: d["targets"]["aws"].update(ssh_cidrs=["0.0.0.0/0"], allow_wide_ssh_cidrs=False))
+    assert "'0.0.0.0/0' is not allowed" in msg
+
+
+def test_the_azure_target_has_the_same_ssh_rule(tmp_path: Path) -> None:
+    data = yaml.safe_load((KIT / "labs" / "azure-beegfs-medium.yaml").read_text())
+    data["targets"]["azure"]["ssh_cidrs"] = ["0.0.0.0/0"]
+    (tmp_path / "azure-beegfs-medium.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(labs.LabError, match=r"targets\.azure\.ssh_cidrs\[0\]: '0\.0\.0\.0/0' is not allowed"):
+        labs.load(str(tmp_path / "azure-beegfs-medium.yaml"))
+
+
+def test_public_addresses_default_to_the_login_node_only() -> None:
+    for name in ("aws-nfs", "aws-cephfs", "aws-beegfs-medium", "azure-beegfs-medium"):
+        lab = labs.load(name)
+        derived = layout.derive(lab)
+        assert lab["targets"][lab["target"]]["public_ip"] == "login"
+        assert derived["public_nodes"] == [derived["login"]]
+        assert derived["login"] in derived["clients"]
+        others = {n["name"] for n in derived["nodes"]} - {derived["login"]}
+        assert derived["ssh_jump"] == {n: derived["login"] for n in others}
+
+
+def test_public_ip_all_and_none(tmp_path: Path) -> None:
+    every = layout.derive(_aws_nfs(tmp_path, lambda d: d["targets"]["aws"].update(public_ip="all")))
+    assert every["public_nodes"] == [n["name"] for n in every["nodes"]] and every["ssh_jump"] == {}
+    inside = layout.derive(_aws_nfs(tmp_path, lambda d: d["targets"]["aws"].update(public_ip="none")))
+    assert inside["public_nodes"] == [] and inside["ssh_jump"] == {}
+    msg = _broken(tmp_path, lambda d: d["targets"]["aws"].update(public_ip=True))
+    assert "targets.aws.public_ip: True is not allowed; allowed: login, all, none" in msg
+
+
+def test_the_lab_may_name_its_login_node(tmp_path: Path) -> None:
+    lab = _aws_nfs(tmp_path, lambda d: d["network"].update(login="cli1"))
+    derived = layout.derive(lab)
+    assert derived["login"] == "cli1" and derived["public_nodes"] == ["cli1"] and "cli1" not in derived["ssh_jump"]
+    msg = _broken(tmp_path, lambda d: d["network"].update(login="cli99"))
+    assert "network.login: 'cli99' is not a node of the lab" in msg

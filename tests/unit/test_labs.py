@@ -149,7 +149,8 @@ def test_a_resolved_lab_has_the_schemas_defaults_filled_in() -> None:
     assert local["benchmark"]["default_mode"] == "quick"
     # Rendered for another target, that target's section gets its defaults too.
     assert labs.with_defaults(local, "azure")["targets"]["azure"] == {
-        "expiry_hours": 8, "proximity_placement": True, "public_ip": True, "ssh_user": "root"}
+        "allow_wide_ssh_cidrs": False, "encryption_at_host": True, "expiry_hours": 8, "proximity_placement": True, "public_ip": "login",
+        "ssh_user": "root"}
     # Entries of a map (each node group of targets.aws.groups) get their defaults too.
     aws = labs.load("aws-cephfs")["targets"]["aws"]
     assert {g["root_volume_gb"] for g in aws["groups"].values()} == {64}
@@ -175,3 +176,41 @@ def test_the_first_node_address_is_a_lab_setting_with_the_schemas_default(tmp_pa
         labs.load(str(write_lab(tmp_path, "small", {"network.subnet": "10.99.0.0/28"})))
     fits = labs.load(str(write_lab(tmp_path, "fits", {"network.subnet": "10.99.0.0/28", "network.first_address": 8})))
     assert fits["network"]["first_address"] == 8
+
+
+@pytest.mark.parametrize("mount", ["/", "/usr", "/usr/local/x", "/etc/ceph", "/var/lib/x", "/home", "/mnt", "/tmp",
+                                   "/proc/x", "/boot", "/run/x", "/lib64", "/root"])
+def test_a_mount_on_a_system_directory_is_refused(tmp_path: Path, mount: str) -> None:
+    path = write_lab(tmp_path, "sysmount", {"filesystem.mount": mount})
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    assert str(err.value).count("\n") == 0
+    assert f"filesystem.mount: {mount!r} is not allowed; allowed: a directory of the lab's own" in str(err.value)
+
+
+@pytest.mark.parametrize("mount", ["/mnt/../etc", "/mnt//x", "/mnt/x/", "/mnt/./x", "relative/x"])
+def test_a_mount_path_that_is_not_plain_is_refused(tmp_path: Path, mount: str) -> None:
+    path = write_lab(tmp_path, "oddmount", {"filesystem.mount": mount})
+    with pytest.raises(labs.LabError, match=r"filesystem\.mount: .* is not allowed"):
+        labs.load(str(path))
+
+
+@pytest.mark.parametrize("mount", ["/mnt/pfslab/x", "/mmfs1", "/home/lab/fs", "/scratch", "/srv/beegfs"])
+def test_a_mount_of_the_labs_own_is_accepted(tmp_path: Path, mount: str) -> None:
+    lab = labs.load(str(write_lab(tmp_path, "ownmount", {"filesystem.mount": mount})))
+    assert lab["filesystem"]["mount"] == mount
+
+
+@pytest.mark.parametrize("scratch", ["../..", "bench/../../x", "/abs", "a//b", "./x", "x/"])
+def test_a_scratch_outside_the_mount_is_refused(tmp_path: Path, scratch: str) -> None:
+    path = write_lab(tmp_path, "scratchy", {"benchmark.scratch": scratch})
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    assert f"benchmark.scratch: {scratch!r} is not allowed; allowed: a relative path under the mount" in str(err.value).replace("allowed: A ", "allowed: a ")
+
+
+def test_an_nfs_export_on_a_system_directory_is_refused() -> None:
+    data = yaml.safe_load((KIT / "labs" / "nss73-ha.yaml").read_text())
+    data["filesystem"].setdefault("nfs", {})["export"] = "/etc"
+    errors = labs.validate(data, "nss73-ha")
+    assert any(e.startswith("filesystem.nfs.export: '/etc' is not allowed") for e in errors), errors

@@ -24,7 +24,7 @@ module "lab" {
   vpc_id            = try(local.aws.vpc_id, null)
   subnet_id         = try(local.aws.subnet_id, null)
   placement         = local.aws.placement
-  public_ip         = local.aws.public_ip
+  public_nodes      = module.plan.public_nodes
   ssh_cidrs         = local.aws.ssh_cidrs
   ssh_public_key    = trimspace(file(var.ssh_public_key_file))
   images            = local.aws.images

@@ -22,7 +22,8 @@ module "lab" {
   resource_group      = try(local.azure.resource_group, replace("pfslab-${module.plan.lab.name}", "+", "-"))
   vnet_subnet         = try(local.azure.vnet_subnet, module.plan.lab.network.subnet)
   proximity_placement = local.azure.proximity_placement
-  public_ip           = local.azure.public_ip
+  public_nodes        = module.plan.public_nodes
+  encryption_at_host  = local.azure.encryption_at_host
   ssh_cidrs           = local.azure.ssh_cidrs
   ssh_public_key      = trimspace(file(var.ssh_public_key_file))
   images              = local.azure.images

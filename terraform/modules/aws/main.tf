@@ -236,7 +236,7 @@ resource "aws_instance" "node" {
 }
 
 resource "aws_eip" "node" {
-  for_each          = var.public_ip ? var.nodes : {}
+  for_each          = toset(var.public_nodes)
   domain            = "vpc"
   network_interface = aws_network_interface.primary[each.key].id
   tags              = { Name = "${local.prefix}-${each.key}" }

@@ -1,6 +1,6 @@
 output "ssh_addresses" {
-  description = "Per node, the address the kit reaches over SSH: its Elastic IP, or its private address without public_ip."
-  value       = { for name, n in var.nodes : name => var.public_ip ? aws_eip.node[name].public_ip : n.address }
+  description = "Per node, the address the kit reaches over SSH: its Elastic IP, else its private address (through the login node, or from inside the VPC)."
+  value       = { for name, n in var.nodes : name => contains(var.public_nodes, name) ? aws_eip.node[name].public_ip : n.address }
 }
 
 output "instance_ids" {

@@ -50,13 +50,13 @@ variable "placement" {
   }
 }
 
-variable "public_ip" {
-  description = "Give each node an Elastic IP on its primary interface, the address the kit reaches over SSH."
-  type        = bool
+variable "public_nodes" {
+  description = "The nodes that get a public address, the kit's way in over SSH (the lab plan's public_nodes: by default the login node only; the others are reached through it)."
+  type        = list(string)
 
   validation {
-    condition     = var.public_ip != null
-    error_message = "The public_ip must be true or false."
+    condition     = alltrue([for n in var.public_nodes : contains(keys(var.nodes), n)])
+    error_message = "The public_nodes must be nodes of the lab."
   }
 }
 

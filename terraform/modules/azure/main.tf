@@ -49,6 +49,33 @@ resource "azurerm_network_security_group" "lab" {
     source_address_prefixes    = var.ssh_cidrs
     destination_address_prefix = "*"
   }
+
+  # Out of the VNet only what the first boot needs (as the AWS adapter's egress rules):
+  # package repositories over HTTPS and Debian mirrors over HTTP (signed packages).
+  security_rule {
+    name                       = "packages-out"
+    priority                   = 100
+    direction                  = "Outbound"
+    access                     = "Allow"
+    protocol                   = "Tcp"
+    source_port_range          = "*"
+    destination_port_ranges    = ["80", "443"]
+    source_address_prefix      = "*"
+    destination_address_prefix = "Internet"
+  }
+
+  # Azure's default rules let every VM reach the whole Internet; this one ends that.
+  security_rule {
+    name                       = "no-other-internet-out"
+    priority                   = 4000
+    direction                  = "Outbound"
+    access                     = "Deny"
+    protocol                   = "*"
+    source_port_range          = "*"
+    destination_port_range     = "*"
+    source_address_prefix      = "*"
+    destination_address_prefix = "Internet"
+  }
 }
 
 resource "azurerm_proximity_placement_group" "lab" {
@@ -60,7 +87,7 @@ resource "azurerm_proximity_placement_group" "lab" {
 }
 
 resource "azurerm_public_ip" "node" {
-  for_each            = var.public_ip ? var.nodes : {}
+  for_each            = toset(var.public_nodes)
   name                = "${local.name}-${each.key}"
   location            = var.location
   resource_group_name = azurerm_resource_group.lab.name
@@ -70,7 +97,7 @@ resource "azurerm_public_ip" "node" {
 }
 
 resource "azurerm_network_interface" "node" {
-  #checkov:skip=CKV_AZURE_119:A public address is how the kit reaches a node over SSH (targets.azure.public_ip, default true); the NSG admits only SSH from targets.azure.ssh_cidrs. Set public_ip false to run the kit inside the VNet.
+  #checkov:skip=CKV_AZURE_119:A public address is how the kit reaches the lab over SSH: by default the login node's only (targets.azure.public_ip login), the others are reached through it; the NSG admits only SSH from targets.azure.ssh_cidrs. public_ip none runs the kit inside the VNet.
   for_each                       = var.nodes
   name                           = "${local.name}-${each.key}"
   location                       = var.location
@@ -83,7 +110,7 @@ resource "azurerm_network_interface" "node" {
     subnet_id                     = azurerm_subnet.lab.id
     private_ip_address_allocation = "Static"
     private_ip_address            = var.machines[each.key].ethernet_address
-    public_ip_address_id          = var.public_ip ? azurerm_public_ip.node[each.key].id : null
+    public_ip_address_id          = contains(var.public_nodes, each.key) ? azurerm_public_ip.node[each.key].id : null
   }
 }
 
@@ -108,7 +135,12 @@ resource "azurerm_linux_virtual_machine" "node" {
   custom_data                     = base64gzip(var.user_data[each.key])
   source_image_id                 = var.images[var.machines[each.key].image].id
   allow_extension_operations      = false
+  encryption_at_host_enabled      = var.encryption_at_host
   tags                            = var.tags
+
+  # The serial log is where cloud-init prints the host keys the kit pins
+  # (scripts/targets/azure.sh target_console); a managed storage account keeps it.
+  boot_diagnostics {}
 
   admin_ssh_key {
     username   = var.admin_user

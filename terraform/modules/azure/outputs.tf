@@ -1,6 +1,6 @@
 output "ssh_addresses" {
-  description = "Per node, the address the kit reaches over SSH: its public address, or its VNet address without public_ip."
-  value       = { for name, m in var.machines : name => var.public_ip ? azurerm_public_ip.node[name].ip_address : m.ethernet_address }
+  description = "Per node, the address the kit reaches over SSH: its public address, else its VNet address (through the login node, or from inside the VNet)."
+  value       = { for name, m in var.machines : name => contains(var.public_nodes, name) ? azurerm_public_ip.node[name].ip_address : m.ethernet_address }
 }
 
 output "vm_ids" {

@@ -38,13 +38,13 @@ variable "proximity_placement" {
   }
 }
 
-variable "public_ip" {
-  description = "Give each VM a static public address, the one the kit reaches over SSH."
-  type        = bool
+variable "public_nodes" {
+  description = "The nodes that get a public address, the kit's way in over SSH (the lab plan's public_nodes: by default the login node only; the others are reached through it)."
+  type        = list(string)
 
   validation {
-    condition     = var.public_ip != null
-    error_message = "The public_ip must be true or false."
+    condition     = alltrue([for n in var.public_nodes : contains(keys(var.nodes), n)])
+    error_message = "The public_nodes must be nodes of the lab."
   }
 }
 
@@ -109,5 +109,15 @@ variable "user_data" {
   validation {
     condition     = alltrue([for u in values(var.user_data) : startswith(u, "#cloud-config")])
     error_message = "Every user-data must be a #cloud-config document."
+  }
+}
+
+variable "encryption_at_host" {
+  description = "Encrypt the VMs' temp disks and caches on the host (targets.azure.encryption_at_host); the subscription needs the Microsoft.Compute EncryptionAtHost feature."
+  type        = bool
+
+  validation {
+    condition     = var.encryption_at_host != null
+    error_message = "The encryption_at_host must be true or false."
   }
 }

@@ -124,6 +124,8 @@ locals {
         manage_etc_hosts = false
         # The kit logs in as root with the lab's key: roles need root, and the lab is disposable.
         disable_root = false
+        # Keys only: no password logins, whatever the image's sshd_config says.
+        ssh_pwauth = false
         write_files = [
           { path = "/etc/pfslab/node.json", owner = "root:root", permissions = "0644", content = jsonencode(local.node_configs[name]) },
           { path = "/etc/pfslab/inventory.json", owner = "root:root", permissions = "0644", content = jsonencode(local.inventory) },

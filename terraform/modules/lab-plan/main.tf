@@ -113,8 +113,12 @@ locals {
     target     = local.target
     filesystem = { type = local.fs.type, mount = local.fs.mount, version = try(local.fs.version, null) }
     subnet     = local.lab.network.subnet
-    nodes      = [for n in local.node_list : { name = n.name, group = n.group, roles = n.roles, address = local.nodes[n.name].address }]
-    clients    = local.clients
-    launcher   = try(local.lab.launcher, {})
+    nodes = [for n in local.node_list : {
+      name     = n.name, group = n.group, roles = n.roles, address = local.nodes[n.name].address,
+      ssh_jump = lookup(local.layout.ssh_jump, n.name, null)
+    }]
+    clients  = local.clients
+    login    = local.layout.login
+    launcher = try(local.lab.launcher, {})
   }
 }

@@ -28,6 +28,11 @@ output "clients" {
   value       = local.clients
 }
 
+output "public_nodes" {
+  description = "The nodes that get a public address (targets.<cloud>.public_ip: login, all or none; pfslab/layout.py decides)."
+  value       = tolist(local.layout.public_nodes)
+}
+
 output "inventory" {
   description = "What ReFrame and the kit's scripts know of a running lab (no secrets)."
   value       = local.inventory

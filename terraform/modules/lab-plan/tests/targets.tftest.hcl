@@ -41,6 +41,11 @@ run "every_lab_and_target_plans_without_problems" {
   }
 
   assert {
+    condition     = alltrue(flatten([for k, p in output.plans : [for name, u in p.user_data : strcontains(u, "\"ssh_pwauth\": false")]]))
+    error_message = "Every node's user-data turns password logins off (ssh_pwauth: false)."
+  }
+
+  assert {
     condition     = alltrue(flatten([for k, p in output.plans : [for name, s in p.boot_steps : jsonencode(s[0]) == jsonencode(["common", "up", "tuning"])]]))
     error_message = "Every node's first boot starts with common up tuning."
   }
@@ -165,5 +170,29 @@ run "existing_hosts_keep_their_addresses" {
   assert {
     condition     = strcontains(output.plans["baremetal-cephfs-hosts/baremetal"].user_data["osd0"], "/dev/disk/by-id/nvme-pfslab-example-1")
     error_message = "Explicit data devices are linked at boot."
+  }
+}
+
+run "only_the_login_node_is_public_by_default" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  # No shipped cloud lab states public_ip: each gets the default, one way in.
+  assert {
+    condition     = alltrue([for k, p in output.plans : jsonencode(p.public) == jsonencode(contains(["aws", "azure"], p.target) ? [p.inventory.login] : [])])
+    error_message = "Only the login node of a cloud lab gets a public address: ${jsonencode({ for k, p in output.plans : k => p.public })}."
+  }
+
+  assert {
+    condition     = alltrue(flatten([for k, p in output.plans : [for n in p.inventory.nodes : n.ssh_jump == (contains(["aws", "azure"], p.target) && n.name != p.inventory.login ? p.inventory.login : null)]]))
+    error_message = "Every other node of a cloud lab is reached through the login node (ssh_jump); nodes elsewhere directly."
+  }
+
+  assert {
+    condition     = alltrue([for k, p in output.plans : contains(p.inventory.clients, p.inventory.login)])
+    error_message = "The login node is the first client by default."
   }
 }

@@ -49,6 +49,7 @@ output "plans" {
       tags       = m.tags
       configs    = { for name, c in m.node_configs : name => jsondecode(c) }
       inventory  = m.inventory
+      public     = m.public_nodes
     }
   }
 }
