@@ -29,6 +29,28 @@ require_fuse() {
   [[ -c /dev/fuse ]] || die "/dev/fuse is missing; the lab's ceph-fuse clients need FUSE (load the fuse module or give the container /dev/fuse)"
 }
 
+# Terraform's CLI settings (TF_CLI_CONFIG_FILE): terraform/terraformrc, and when
+# PFSLAB_TF_PROVIDERS names a folder of providers (an air-gapped site's filesystem
+# mirror, <dir>/registry.terraform.io/<namespace>/<type>/<version>/<os_arch>/), a copy
+# of it under build/ that installs every provider from that folder and none from the
+# registry. Either way `terraform init` checks what it installs against the committed
+# .terraform.lock.hcl.
+use_tf_cli_config() {
+  export TF_CLI_CONFIG_FILE=$PFSLAB_ROOT/terraform/terraformrc
+  local mirror=${PFSLAB_TF_PROVIDERS:-} config=$PFSLAB_ROOT/build/terraformrc
+  [[ -n $mirror ]] || return 0
+  [[ -d $mirror && $mirror == /* && $mirror != *'"'* ]] ||
+    die "PFSLAB_TF_PROVIDERS=$mirror is not an absolute path of a folder (a Terraform filesystem mirror: <dir>/registry.terraform.io/<namespace>/<type>/<version>/<os_arch>/)"
+  mkdir -p "$PFSLAB_ROOT/build"
+  {
+    cat "$PFSLAB_ROOT/terraform/terraformrc"
+    printf '\n# Written by use_tf_cli_config (scripts/lib/common.sh) from PFSLAB_TF_PROVIDERS.\n'
+    printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' "$mirror"
+  } >"$config.$$"
+  mv -f "$config.$$" "$config"
+  export TF_CLI_CONFIG_FILE=$config
+}
+
 # The kit's own command (pfslab/cli.py), installed into .venv by `make deps`.
 pfslab() {
   local cli=$PFSLAB_ROOT/.venv/bin/pfslab
