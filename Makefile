@@ -27,7 +27,7 @@ PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -125,6 +125,9 @@ test-spack: ## Concretize the toolchain offline with a real Spack (SPACK_ROOT, S
 
 checkov: ## Static security checks of terraform/ with checkov (own venv in build/checkov-venv); fails on any failed check
 	scripts/checkov
+
+lock: ## On a host that reaches PyPI: regenerate the hash-locked requirements*.lock from the pinned requirements*.txt
+	scripts/lock-python
 
 test-images: ## The qemu image for real: build + boot (root, Debian mirror; about 10-15 min under TCG)
 	PFSLAB_TEST_IMAGES=1 bats tests/images
