@@ -14,6 +14,7 @@ ROLE ?= all
 IMAGE ?=
 USER_DATA ?=
 MIRROR ?=
+BUNDLE_KEY ?=
 MIRROR_OUT ?=
 MODE ?=
 REPEAT ?= 3
@@ -27,7 +28,7 @@ PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -37,7 +38,7 @@ help: ## Show the targets and the variables they take
 	@echo "Variables: LAB=<lab> (default local; labs: $$(ls labs/*.yaml | xargs -n1 basename | sed 's/.yaml//' | tr '\n' ' '))"
 	@echo "           MODE=quick|full (default: the lab's), REFRAME_ARGS='-n IOR' (filters for make bench)"
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
-	@echo "           MIRROR=<bundle dir> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
+	@echo "           MIRROR=<bundle dir> BUNDLE_KEY=<its signing key's fingerprint> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
 	@echo "           FAMILY=<family> (make images, default ceph)"
 	@echo
 	@echo "Targets (registry/targets/<target>.json; a lab file's target, TARGET of make user-data):"
@@ -52,8 +53,8 @@ deps: ## Install everything: the labs' and benchmarks' packages, the test and im
 deps-test: ## Install what the labs and the offline tests need (make test runs it first)
 	scripts/deps test
 
-toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/view, view-seed); MIRROR=<bundle> installs offline
-	MIRROR='$(MIRROR)' scripts/toolchain
+toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/view, view-seed); MIRROR=<bundle> BUNDLE_KEY=<fingerprint> installs offline
+	MIRROR='$(MIRROR)' PFSLAB_BUNDLE_KEY='$(BUNDLE_KEY)' scripts/toolchain
 
 mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
 	MIRROR_OUT='$(or $(MIRROR_OUT),build/spack-bundle)' scripts/mirror
@@ -125,6 +126,9 @@ test-spack: ## Concretize the toolchain offline with a real Spack (SPACK_ROOT, S
 
 checkov: ## Static security checks of terraform/ with checkov (own venv in build/checkov-venv); fails on any failed check
 	scripts/checkov
+
+lock: ## On a host that reaches PyPI: regenerate the hash-locked requirements*.lock from the pinned requirements*.txt
+	scripts/lock-python
 
 test-images: ## The qemu image for real: build + boot (root, Debian mirror; about 10-15 min under TCG)
 	PFSLAB_TEST_IMAGES=1 bats tests/images

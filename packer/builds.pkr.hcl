@@ -53,6 +53,7 @@ build {
     script          = "${var.kit_root}/packer/scripts/efa.sh"
     environment_vars = [
       "PFSLAB_EFA_INSTALLER_VERSION=${var.aws_efa_installer_version}",
+      "PFSLAB_EFA_INSTALLER_SHA256=${var.aws_efa_installer_sha256}",
     ]
   }
 

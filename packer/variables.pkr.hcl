@@ -156,9 +156,23 @@ variable "aws_subnet_id" {
 }
 
 variable "aws_efa_installer_version" {
-  description = "Version of AWS's EFA installer (kernel driver, libfabric) baked into AMIs; empty skips it."
+  description = "Version of AWS's EFA installer (kernel driver, libfabric) baked into AMIs; empty skips it. Changing it means changing aws_efa_installer_sha256 too."
   type        = string
   default     = "1.38.0"
+}
+
+# The pin efa.sh checks the tarball against before unpacking it. 1.38.0's is the value
+# AWS itself pins for that release in aws-parallelcluster-cookbook (attributes/environment.rb);
+# AWS also publishes it next to the tarball (aws-efa-installer-<version>.tar.gz.sha256).
+variable "aws_efa_installer_sha256" {
+  description = "sha256 of aws-efa-installer-<aws_efa_installer_version>.tar.gz (64 hex digits); efa.sh refuses a tarball that does not match. Empty only with an empty version."
+  type        = string
+  default     = "4f436954f35ad53754b4d005fd8d0be63de3b4184de41a695b504bdce0fecb22"
+
+  validation {
+    condition     = length(var.aws_efa_installer_sha256) == 64 || var.aws_efa_installer_sha256 == ""
+    error_message = "The aws_efa_installer_sha256 must be 64 hex digits (or empty when aws_efa_installer_version is empty)."
+  }
 }
 
 # ---- azure-arm ---------------------------------------------------------------------------

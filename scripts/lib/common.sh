@@ -29,6 +29,60 @@ require_fuse() {
   [[ -c /dev/fuse ]] || die "/dev/fuse is missing; the lab's ceph-fuse clients need FUSE (load the fuse module or give the container /dev/fuse)"
 }
 
+# Terraform's CLI settings (TF_CLI_CONFIG_FILE): terraform/terraformrc, and when
+# PFSLAB_TF_PROVIDERS names a folder of providers (an air-gapped site's filesystem
+# mirror, <dir>/registry.terraform.io/<namespace>/<type>/<version>/<os_arch>/), a copy
+# of it under build/ that installs every provider from that folder and none from the
+# registry. Either way `terraform init` checks what it installs against the committed
+# .terraform.lock.hcl.
+use_tf_cli_config() {
+  export TF_CLI_CONFIG_FILE=$PFSLAB_ROOT/terraform/terraformrc
+  local mirror=${PFSLAB_TF_PROVIDERS:-} config=$PFSLAB_ROOT/build/terraformrc
+  [[ -n $mirror ]] || return 0
+  [[ -d $mirror && $mirror == /* && $mirror != *'"'* ]] ||
+    die "PFSLAB_TF_PROVIDERS=$mirror is not an absolute path of a folder (a Terraform filesystem mirror: <dir>/registry.terraform.io/<namespace>/<type>/<version>/<os_arch>/)"
+  mkdir -p "$PFSLAB_ROOT/build"
+  {
+    cat "$PFSLAB_ROOT/terraform/terraformrc"
+    printf '\n# Written by use_tf_cli_config (scripts/lib/common.sh) from PFSLAB_TF_PROVIDERS.\n'
+    printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' "$mirror"
+  } >"$config.$$"
+  mv -f "$config.$$" "$config"
+  export TF_CLI_CONFIG_FILE=$config
+}
+
+# Downloads are checked against a value pinned in the kit before anything unpacks,
+# runs or trusts them. Each check fails with one line: what, where the pin lives, the
+# expected and the actual value.
+#
+# verify_sha256 FILE WANT WHAT PINNED_IN
+verify_sha256() {
+  local file=$1 want=${2,,} what=$3 pinned=$4 have
+  [[ $want =~ ^[0-9a-f]{64}$ ]] || die "$what: no sha256 pinned ($pinned); refusing an unverified download"
+  have=$(sha256sum "$file" | cut -d' ' -f1)
+  [[ $have == "$want" ]] || die "$what: sha256 mismatch: expected $want ($pinned), got $have; not used"
+}
+
+# The fingerprints of the primary keys in an OpenPGP key file, comma-separated (empty:
+# none). gpg only reads the file (--show-keys, a scratch home): nothing is imported.
+key_fingerprints() {
+  local file=$1 home
+  home=$(mktemp -d)
+  gpg --homedir "$home" --batch --with-colons --show-keys "$file" 2>/dev/null |
+    awk -F: '$1 == "pub" {p = 1; next} p && $1 == "fpr" {print $10; p = 0}' | paste -sd, - || true
+  rm -rf "$home"
+}
+
+# verify_key_fingerprint KEYFILE WANT WHAT PINNED_IN: the key file holds exactly one
+# primary key, the one with fingerprint WANT (40 hex digits, spaces allowed).
+verify_key_fingerprint() {
+  local file=$1 want=${2//[[:space:]]/} what=$3 pinned=$4 have
+  want=${want^^}
+  [[ $want =~ ^[0-9A-F]{40}$ ]] || die "$what: no key fingerprint pinned ($pinned); refusing to trust an unverified key"
+  have=$(key_fingerprints "$file")
+  [[ $have == "$want" ]] || die "$what: key fingerprint mismatch: expected $want ($pinned), got ${have:-no key}; not trusted"
+}
+
 # The kit's own command (pfslab/cli.py), installed into .venv by `make deps`.
 pfslab() {
   local cli=$PFSLAB_ROOT/.venv/bin/pfslab

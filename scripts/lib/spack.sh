@@ -171,7 +171,7 @@ write_bundle_config() {
       echo "    url: file://$bundle/buildcache"
       echo "    source: false"
       echo "    binary: true"
-      echo "    signed: false"
+      echo "    signed: true"
     fi
   } >"$KIT_SCOPE/mirrors.yaml"
   cat >"$KIT_SCOPE/bootstrap.yaml" <<EOF

@@ -59,7 +59,7 @@ esac'
   shim aws 'echo "123456789012 arn:aws:iam::123456789012:user/me AIDA"'
   lab up aws-nfs
   assert_failure 2
-  assert_output "[lab] error: lab aws-nfs: terraform init failed in terraform/envs/aws: its provider cannot be installed (no registry access; a site mirror goes in terraform/terraformrc); nothing was created (only $COPY/build/aws-nfs/terraform-init.log was written)"
+  assert_output "[lab] error: lab aws-nfs: terraform init failed in terraform/envs/aws: its provider cannot be installed (no registry access; a site folder of providers goes in PFSLAB_TF_PROVIDERS); nothing was created (only $COPY/build/aws-nfs/terraform-init.log was written)"
   assert_equal "$(calls terraform)" "terraform -chdir=$COPY/terraform/envs/aws init -input=false -backend-config=path=$COPY/build/aws-nfs/terraform.tfstate"
   run find "$COPY/build" -mindepth 1
   assert_output "$COPY/build/aws-nfs

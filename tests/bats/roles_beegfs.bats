@@ -196,20 +196,72 @@ beegfs-ctl --setpattern --mount=/mnt/beegfs --chunksize=2m --numtargets=3 /mnt/b
   assert_line "systemctl enable --now beegfs-client.service"
 }
 
-@test "install adds ThinkParQ's repository for the lab's version and installs the component" {
+# ThinkParQ's key as the role pins it, and a fake gpg that reads "FPR <hex>" lines of a
+# key file as its primary keys (gpg --with-colons --show-keys output).
+BEEGFS_FPR=0683AF2B9AC5BC7D59B2D62340CE4E243CD50804
+key_shims() {
   mkdir -p "$ROOT/etc"
   echo "VERSION_CODENAME=bookworm" >"$ROOT/etc/os-release"
-  shim curl 'while (($#)); do [[ $1 == -o ]] && echo KEY >"$2"; shift; done'
+  # The key served: $SHIM_STATE/served-key, written by each test.
+  shim curl 'while (($#)); do [[ $1 == -o ]] && cp "$SHIM_STATE/served-key" "$2"; shift; done'
+  shim gpg 'awk "\$1 == \"FPR\" {print \"pub:-:4096:1:0000:::::::scESC:\"; print \"fpr:::::::::\" \$2 \":\"}" "${!#}"'
   shim dpkg-query 'exit 1'
   shim apt-get
+}
+
+@test "install adds ThinkParQ's repository once its key has the pinned fingerprint, and installs the component" {
+  key_shims
+  echo "FPR $BEEGFS_FPR" >"$SHIM_STATE/served-key"
   cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
   role "$cfg" beegfs install meta
   assert_success
   run calls
-  assert_line --index 0 "curl -fsSL https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs -o $ROOT/etc/apt/keyrings/beegfs.asc"
+  assert_line --index 0 --regexp "^curl -fsSL https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs -o $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
+  assert_line --index 1 --regexp "^gpg --homedir .* --batch --with-colons --show-keys $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
   assert_line "apt-get update -q"
   assert_line "apt-get install -y -q beegfs-meta beegfs-utils nvme-cli mdadm e2fsprogs jq"
+  [ "$(cat "$ROOT/etc/apt/keyrings/beegfs.asc")" = "FPR $BEEGFS_FPR" ]
   [ "$(cat "$ROOT/etc/apt/sources.list.d/beegfs.list")" = "deb [arch=amd64 signed-by=/etc/apt/keyrings/beegfs.asc] https://www.beegfs.io/release/beegfs_7.4.5 bookworm non-free" ]
+}
+
+@test "install refuses a BeeGFS key with another fingerprint: one line, no keyring, no repository, nothing installed" {
+  key_shims
+  echo "FPR 1111111111111111111111111111111111111111" >"$SHIM_STATE/served-key"
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
+  role "$cfg" beegfs install meta
+  assert_failure 2
+  [ "${#lines[@]}" -eq 2 ] # the fetch, then the one-line refusal
+  assert_line --index 1 "[beegfs:meta@mds0] error: BeeGFS signing key from https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs: key fingerprint mismatch: expected $BEEGFS_FPR (BEEGFS_KEY_FINGERPRINT in scripts/roles/beegfs), got 1111111111111111111111111111111111111111; not trusted"
+  [ -z "$(ls -A "$ROOT/etc/apt/keyrings")" ]
+  [ ! -e "$ROOT/etc/apt/sources.list.d/beegfs.list" ]
+  [ -z "$(calls apt-get)" ]
+}
+
+@test "install refuses a key file carrying a second key next to the pinned one" {
+  key_shims
+  printf 'FPR %s\nFPR %s\n' "$BEEGFS_FPR" 2222222222222222222222222222222222222222 >"$SHIM_STATE/served-key"
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
+  role "$cfg" beegfs install meta
+  assert_failure 2
+  assert_output --partial "got $BEEGFS_FPR,2222222222222222222222222222222222222222; not trusted"
+  [ ! -e "$ROOT/etc/apt/sources.list.d/beegfs.list" ]
+}
+
+@test "a keyring already in place is checked again; a lab's own key_fingerprint replaces the pin" {
+  key_shims
+  mkdir -p "$ROOT/etc/apt/keyrings"
+  echo "FPR 3333333333333333333333333333333333333333" >"$ROOT/etc/apt/keyrings/beegfs.asc"
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
+  role "$cfg" beegfs install meta
+  assert_failure 2
+  assert_output "[beegfs:meta@mds0] error: BeeGFS signing key $ROOT/etc/apt/keyrings/beegfs.asc: key fingerprint mismatch: expected $BEEGFS_FPR (BEEGFS_KEY_FINGERPRINT in scripts/roles/beegfs), got 3333333333333333333333333333333333333333; not trusted"
+  [ -z "$(calls curl)" ]
+  jq '.filesystem.beegfs.repo.key_fingerprint = "3333333333333333333333333333333333333333"' "$cfg" >"$cfg.site"
+  role "$cfg.site" beegfs install meta
+  assert_success
+  [ -z "$(calls curl)" ]
+  run calls apt-get
+  assert_line "apt-get install -y -q beegfs-meta beegfs-utils nvme-cli mdadm e2fsprogs jq"
 }
 
 @test "mgmt: setup once, then the unit" {

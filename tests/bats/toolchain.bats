@@ -28,6 +28,16 @@ setup() {
   echo 'repo: {namespace: builtin, api: v2.2}' >"$PFSLAB_SPACK_PACKAGES/repos/spack_repo/builtin/repo.yaml"
   : >"$FAKE_SPACK_LOG"
   fake_spack "$SPACK_ROOT"
+  # The key `spack gpg create` makes, and a gpg that reads "FPR <hex>" lines of a key
+  # file as its primary keys (gpg --with-colons --show-keys output).
+  export FAKE_SPACK_KEY=0123456789ABCDEF0123456789ABCDEF01234567
+  mkdir -p "$T/bin"
+  cat >"$T/bin/gpg" <<'EOF'
+#!/usr/bin/env bash
+awk '$1 == "FPR" {print "pub:u:4096:1:0000:::::::scESC:"; print "fpr:::::::::" $2 ":"}' "${!#}"
+EOF
+  chmod +x "$T/bin/gpg"
+  export PATH=$T/bin:$PATH
 }
 
 fake_spack() {
@@ -81,6 +91,12 @@ case $1 in
   mirror) mkdir -p "$4" && echo sources >"$4/sources" ;;
   bootstrap) mkdir -p "$4/metadata/binaries" "$4/metadata/sources" ;;
   buildcache) out=${!#}; mkdir -p "$out" && echo binaries >"$out/index.json" ;;
+  gpg)
+    case $2 in
+      create) while (($#)); do [[ $1 == --export ]] && echo "FPR $FAKE_SPACK_KEY" >"$2"; shift; done ;;
+      trust) [[ -s $3 ]] ;;
+      *) echo "fake spack: unexpected command: gpg $*" >&2; exit 3 ;;
+    esac ;;
   *) echo "fake spack: unexpected command: $*" >&2; exit 3 ;;
 esac
 EOF
@@ -235,7 +251,7 @@ spack_calls() { grep -E "$1" "$FAKE_SPACK_LOG" || true; }
   export FAKE_SPACK_VIEWS="$PFSLAB_PREFIX/view $PFSLAB_PREFIX/view-seed"
   rm -f "$PFSLAB_SPACK_ENV/spack.lock"
   : >"$FAKE_SPACK_LOG"
-  MIRROR=$T/bundle toolchain
+  MIRROR=$T/bundle PFSLAB_BUNDLE_KEY=$FAKE_SPACK_KEY toolchain
   assert_success
   assert [ -x "$PFSLAB_PREFIX/spack-root/bin/spack" ]
   assert_equal "$(cat "$PFSLAB_SPACK_ENV/spack.lock")" "$(cat "$T/bundle/spack.lock")"
@@ -243,6 +259,63 @@ spack_calls() { grep -E "$1" "$FAKE_SPACK_LOG" || true; }
   grep -q "url: file://$T/bundle/buildcache" "$PFSLAB_PREFIX/spack-config/mirrors.yaml"
   grep -q "metadata: $T/bundle/bootstrap/metadata/binaries" "$PFSLAB_PREFIX/spack-config/bootstrap.yaml"
   assert [ -L "$PFSLAB_PREFIX/view" ]
+}
+
+@test "make mirror signs the build cache and ships the public key with its fingerprint printed" {
+  MIRROR_OUT=$T/bundle run "$REPO/scripts/mirror"
+  assert_success
+  assert_line "[mirror] signing the build cache with key $FAKE_SPACK_KEY"
+  assert_line --partial "build cache signed by key $FAKE_SPACK_KEY (signing-key.pub)"
+  assert_line --partial "make toolchain MIRROR=<its path> BUNDLE_KEY=$FAKE_SPACK_KEY"
+  run spack_calls "buildcache push"
+  assert_output "-c view:false -e $PFSLAB_SPACK_ENV buildcache push --key $FAKE_SPACK_KEY --update-index $T/bundle/buildcache"
+  run spack_calls "^gpg create"
+  assert_output --partial "--export $T/bundle/signing-key.pub"
+  assert_equal "$(cat "$T/bundle/signing-key.pub")" "FPR $FAKE_SPACK_KEY"
+  grep -qx "SIGNING_KEY_FINGERPRINT=$FAKE_SPACK_KEY" "$T/bundle/bundle.conf"
+  grep -q " signing-key.pub$" "$T/bundle/SHA256SUMS"
+  [ -z "$(grep -e "--unsigned" "$FAKE_SPACK_LOG")" ]
+}
+
+@test "a signed bundle installs only with its key's fingerprint given: signatures checked, key trusted" {
+  MIRROR_OUT=$T/bundle run "$REPO/scripts/mirror"
+  assert_success
+  export PFSLAB_PREFIX=$T/airgap FAKE_SPACK_VIEWS="$T/airgap/view $T/airgap/view-seed"
+  unset SPACK_ROOT PFSLAB_SPACK_PACKAGES
+  : >"$FAKE_SPACK_LOG"
+  MIRROR=$T/bundle toolchain
+  assert_failure 2
+  assert_output "[toolchain] error: MIRROR=$T/bundle: its binaries are signed by key $FAKE_SPACK_KEY (signing-key.pub); compare it with the fingerprint 'make mirror' printed, then run again with BUNDLE_KEY=<that fingerprint>"
+  [ ! -s "$FAKE_SPACK_LOG" ]
+  MIRROR=$T/bundle PFSLAB_BUNDLE_KEY=$FAKE_SPACK_KEY toolchain
+  assert_success
+  assert_line "[toolchain] the bundle's signing key is $FAKE_SPACK_KEY, as BUNDLE_KEY says"
+  run spack_calls "^gpg trust"
+  assert_output "gpg trust $T/bundle/signing-key.pub"
+  run spack_calls "install"
+  assert_output "-c view:false -e $PFSLAB_SPACK_ENV install"
+  grep -A4 "pfslab-bundle-binaries:" "$PFSLAB_PREFIX/spack-config/mirrors.yaml" | grep -qx "    signed: true"
+  [ -z "$(grep "signed: false" "$PFSLAB_PREFIX/spack-config/mirrors.yaml")" ]
+}
+
+@test "a bundle whose signing key was swapped is refused, even with SHA256SUMS made again" {
+  MIRROR_OUT=$T/bundle run "$REPO/scripts/mirror"
+  assert_success
+  echo "FPR FEDCBA9876543210FEDCBA9876543210FEDCBA98" >"$T/bundle/signing-key.pub"
+  (cd "$T/bundle" && sha256sum spack.tar.gz spack-packages.tar.gz spack.lock signing-key.pub >SHA256SUMS)
+  export PFSLAB_PREFIX=$T/airgap
+  : >"$FAKE_SPACK_LOG"
+  MIRROR=$T/bundle PFSLAB_BUNDLE_KEY=$FAKE_SPACK_KEY toolchain
+  assert_failure 2
+  assert_output "[toolchain] error: MIRROR=$T/bundle signing-key.pub: key fingerprint mismatch: expected $FAKE_SPACK_KEY (BUNDLE_KEY), got FEDCBA9876543210FEDCBA9876543210FEDCBA98; not trusted"
+  [ ! -s "$FAKE_SPACK_LOG" ]
+}
+
+@test "installing without signature checks is refused" {
+  PFSLAB_SPACK_INSTALL_ARGS="--fresh --no-check-signature" toolchain
+  assert_failure 2
+  assert_line "[toolchain] error: PFSLAB_SPACK_INSTALL_ARGS has --no-check-signature: the kit installs binaries only with their signatures checked"
+  [ -z "$(spack_calls " install")" ]
 }
 
 @test "a damaged bundle is refused" {
