@@ -31,7 +31,6 @@ REFRAME = KIT / ".venv" / "bin" / "reframe"
 CONFIG = KIT / "reframe" / "config" / "settings.py"
 SEED_LABS = ["pixstor-capex", "nss73-ha", "beegfs-small", "beegfs-small+1", "beegfs-small+2", "beegfs-medium",
              "beegfs-medium+1", "cephfs-stria"]
-BUDGET_S = 60.0
 
 pytestmark = pytest.mark.skipif(not REFRAME.exists(), reason=f"{REFRAME} is missing: run 'make deps'")
 
@@ -134,12 +133,14 @@ def test_every_job_script_runs_the_prelude_file_without_its_header(dry_runs: dic
             assert "# shellcheck" not in text, job.case
 
 
-def test_dry_runs_of_all_seed_labs_take_under_a_minute(dry_runs: dict[str, DryRun]) -> None:
+def test_every_seed_lab_dry_runs_and_its_time_is_printed(dry_runs: dict[str, DryRun]) -> None:
+    # A figure to read, not a verdict: wall time on a shared 2-core machine says more
+    # about the neighbours than about the kit (the standards: no timed unit tests).
     total = sum(r.seconds for r in dry_runs.values())
     each = ", ".join(f"{r.lab} {r.seconds:.1f} s ({len(r.jobs)} jobs)" for r in dry_runs.values())
     print(f"\ndry runs of {len(dry_runs)} seed labs: {total:.1f} s ({each})")
-    assert dry_runs, "no seed lab was dry-run"
-    assert total < BUDGET_S, f"the dry runs took {total:.1f} s: {each}"
+    assert sorted(dry_runs) == sorted(SEED_LABS)
+    assert all(r.jobs for r in dry_runs.values()), f"a seed lab wrote no job script: {each}"
 
 
 # ---- filling in the seeds' commands ----------------------------------------------------
