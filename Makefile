@@ -22,6 +22,11 @@ RUN ?=
 A ?=
 B ?=
 REFRAME_ARGS ?=
+# A local lab's bridge and subnet instead of its file's (a second checkout on the same
+# host: README "Two checkouts on one host"); OWNER tags a cloud lab's resources.
+BRIDGE ?=
+SUBNET ?=
+OWNER ?=
 PYTHON := .venv/bin/python
 # The kit's command (pfslab/cli.py), installed into .venv by `make deps`.
 PFSLAB := .venv/bin/pfslab
@@ -37,6 +42,7 @@ help: ## Show the targets and the variables they take
 	@echo
 	@echo "Variables: LAB=<lab> (default local; labs: $$(ls labs/*.yaml | xargs -n1 basename | sed 's/.yaml//' | tr '\n' ' '))"
 	@echo "           MODE=quick|full (default: the lab's), REFRAME_ARGS='-n IOR' (filters for make bench)"
+	@echo "           BRIDGE=pfslab1 SUBNET=10.98.0.0/24 (make lab-up: a second checkout's local lab), OWNER=<who> (cloud owner tag)"
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
 	@echo "           MIRROR=<bundle dir> BUNDLE_KEY=<its signing key's fingerprint> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
 	@echo "           FAMILY=<family> (make images, default ceph)"
@@ -59,8 +65,8 @@ toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/vie
 mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
 	MIRROR_OUT='$(or $(MIRROR_OUT),build/spack-bundle)' scripts/mirror
 
-lab-up: ## Bring up (or repair) lab LAB and wait until it is healthy
-	scripts/lab up $(LAB)
+lab-up: ## Bring up (or repair) lab LAB and wait until it is healthy (BRIDGE=, SUBNET= for a second local lab; OWNER=)
+	PFSLAB_BRIDGE='$(BRIDGE)' PFSLAB_SUBNET='$(SUBNET)' OWNER='$(OWNER)' scripts/lab up $(LAB)
 
 lab-down: ## Take the running lab down and prove nothing is left
 	scripts/lab down $(if $(filter command line,$(origin LAB)),$(LAB),)
@@ -133,5 +139,5 @@ lock: ## On a host that reaches PyPI: regenerate the hash-locked requirements*.l
 test-images: ## The qemu image for real: build + boot (root, Debian mirror; about 10-15 min under TCG)
 	PFSLAB_TEST_IMAGES=1 bats tests/images
 
-test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down (root; CI runs it)
+test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down; two checkouts side by side (root; CI runs it)
 	bats tests/lab

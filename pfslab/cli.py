@@ -67,6 +67,13 @@ def _cmd_lab(args: argparse.Namespace) -> int:
 
         sys.stdout.write(schemadoc.render())
         return 0
+    if args.lab_command == "collisions":
+        from pfslab import instance
+
+        problems = instance.collisions(json.loads(Path(args.resolved).read_text()))
+        if problems:
+            print("\n".join(problems))
+        return 1 if problems else 0
     lab = labs.load(args.lab)
     if args.lab_command == "check":
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
@@ -79,9 +86,19 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             if args.target not in registry.targets():
                 raise UsageError(f"target {args.target!r} is not one of {', '.join(registry.targets())}")
             lab = labs.with_defaults(lab, args.target)
-        from pfslab import layout
+        from pfslab import instance, layout
 
-        json.dump(layout.resolved(lab, args.target), sys.stdout, indent=2 if args.pretty else None)
+        if args.bridge or args.subnet:
+            if lab["target"] != "local":
+                raise UsageError(f"BRIDGE and SUBNET are settings of a local lab; lab {lab['name']} runs on {lab['target']}")
+            lab = instance.apply_local(lab, args.bridge, args.subnet)
+            errors = labs.validate(lab, lab["name"])
+            if errors:
+                raise UsageError(f"lab {lab['name']} with BRIDGE/SUBNET: {errors[0]}")
+        shown = layout.resolved(lab, args.target)
+        if args.instance:
+            shown = instance.with_instance(shown, target=args.target)
+        json.dump(shown, sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
     else:
         # A field the lab leaves out has the schema's default, if it states one.
@@ -103,6 +120,13 @@ def _add_lab(sub: Subparsers) -> None:
     show.add_argument("lab")
     show.add_argument("--pretty", action="store_true")
     show.add_argument("--target", help="the target to fill in defaults and lay the lab out for (default: the lab's own)")
+    show.add_argument("--instance", action="store_true",
+                      help="add the lab instance of this checkout and user (checkout id, owner, namespace prefix, run root)")
+    show.add_argument("--bridge", help="a local lab's bridge instead of its file's targets.local.bridge (make lab-up BRIDGE=)")
+    show.add_argument("--subnet", help="a local lab's subnet instead of its file's network.subnet (make lab-up SUBNET=)")
+    coll = actions.add_parser("collisions", help="why a resolved local lab cannot come up beside the local labs that are up "
+                              "(same bridge, overlapping subnet, same mount path); exit 1 if any")
+    coll.add_argument("resolved", help="the resolved lab (pfslab lab show --instance)")
     export = actions.add_parser(
         "export", help="write every lab resolved for every target (DIR/<lab>@<target>.json) and DIR/pairs.json; "
         "the Terraform tests plan these")

@@ -118,6 +118,11 @@ def resolved(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     return {**lab, KEY: derive(lab, target)}
 
 
+#: The checkout and user the exported labs are resolved for (Terraform's tests).
+EXPORT_ROOT = Path("/opt/pfslab")
+EXPORT_ENV = {"USER": "pfslab-test"}
+
+
 def export(directory: Path) -> int:
     """Every lab resolved for every target, as ``<lab>@<target>.json``, and ``pairs.json``.
 
@@ -126,7 +131,7 @@ def export(directory: Path) -> int:
     it maps it (``mapped``: local, or a ``targets.<target>`` section the lab file writes,
     before defaults fill one in). Terraform's tests plan these instead of raw lab files.
     """
-    from pfslab import labs  # labs reads the layout too: import it when exporting only
+    from pfslab import instance, labs  # labs reads the layout too: import it when exporting only
 
     directory.mkdir(parents=True, exist_ok=True)
     pairs: dict[str, dict[str, Any]] = {}
@@ -135,7 +140,11 @@ def export(directory: Path) -> int:
         lab = labs.load(name)
         for target in registry.targets():
             path = directory / f"{name}@{target}.json"
-            path.write_text(json.dumps(resolved(labs.with_defaults(lab, target), target), indent=2) + "\n")
+            # As lab-up writes it, with an instance of a fixed checkout and owner, so
+            # the tests' expectations do not depend on where the kit is checked out.
+            shown = instance.with_instance(resolved(labs.with_defaults(lab, target), target), EXPORT_ENV, EXPORT_ROOT,
+                                           target)
+            path.write_text(json.dumps(shown, indent=2) + "\n")
             mapped = target == "local" or target in written
             pairs[f"{name}/{target}"] = {
                 "file": path.name, "target": target, "mapped": mapped, "planned": target == lab["target"] or target in written,

@@ -23,15 +23,17 @@ target_credentials() {
   die "$who needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); $none"
 }
 
-# What AWS still holds tagged with the lab, one ARN per line.
+# What AWS still holds tagged with the lab and its owner, one ARN per line. Another
+# user's lab of the same name (same lab tag, another owner) is not this lab's leftover.
 target_leftovers() {
-  local lab=$1 region
+  local lab=$1 region owner
   region=$(lab_field "$lab" targets.aws.region)
-  aws resourcegroupstaggingapi get-resources --region "$region" --tag-filters "Key=lab,Values=$lab" \
+  owner=$(lab_field "$lab" instance.owner)
+  aws resourcegroupstaggingapi get-resources --region "$region" --tag-filters "Key=lab,Values=$lab" "Key=owner,Values=$owner" \
     --query 'ResourceTagMappingList[].ResourceARN' --output text | tr '\t' '\n' | sed '/^$/d; /^None$/d'
 }
 
-target_gone() { echo "nothing tagged lab=$1 is left (aws resourcegroupstaggingapi get-resources)"; }
+target_gone() { echo "nothing tagged lab=$1 owner=$(lab_field "$1" instance.owner) is left (aws resourcegroupstaggingapi get-resources)"; }
 
 # The instance's console as EC2 keeps it (cloud-init prints the host keys there): what
 # scripts/lib/remote.sh pins them from before the first SSH connection.

@@ -10,10 +10,16 @@ target_credentials() {
   die "$who needs Azure credentials (none found: run 'az login', or set ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID and ARM_SUBSCRIPTION_ID); $none"
 }
 
-# What Azure still holds tagged with the lab, one resource id per line.
-target_leftovers() { az resource list --tag "lab=$1" --query '[].id' --output tsv | sed '/^$/d'; }
+# What Azure still holds tagged with the lab and its owner, one resource id per line
+# (az filters on one tag; the owner is matched in the query). Another user's lab of
+# the same name is not this lab's leftover.
+target_leftovers() {
+  local lab=$1 owner
+  owner=$(lab_field "$lab" instance.owner)
+  az resource list --tag "lab=$lab" --query "[?tags.owner=='${owner//\'/}'].id" --output tsv | sed '/^$/d'
+}
 
-target_gone() { echo "nothing tagged lab=$1 is left (az resource list --tag lab=$1)"; }
+target_gone() { echo "nothing tagged lab=$1 owner=$(lab_field "$1" instance.owner) is left (az resource list --tag lab=$1)"; }
 
 # The VM's serial console log (boot diagnostics, enabled by terraform/modules/azure), where
 # cloud-init prints the host keys: what scripts/lib/remote.sh pins them from.

@@ -100,8 +100,9 @@ case " $* " in
 esac'
 }
 
-@test "lab-down of an aws lab: terraform destroy, each resource removed, then nothing tagged with the lab" {
+@test "lab-down of an aws lab: terraform destroy, each resource removed, then nothing tagged with the lab and its owner" {
   was_up aws-beegfs-medium
+  LAB_ENV=(USER=alice)
   shim aws '[[ $1 == sts ]] && echo "123456789012"; exit 0'
   lab down aws-beegfs-medium
   assert_success
@@ -110,11 +111,11 @@ esac'
   assert_line "[lab] removed: module.lab.aws_placement_group.lab[0]"
   assert_line "[lab] removed: module.lab.aws_security_group.lab"
   refute_line --partial "data.aws_ami"
-  assert_line --regexp "^\[lab\] lab aws-beegfs-medium is down in [0-9]+ s; nothing tagged lab=aws-beegfs-medium is left \(aws resourcegroupstaggingapi get-resources\)$"
-  assert_equal "$(calls aws | tail -n 1)" "aws resourcegroupstaggingapi get-resources --region us-east-1 --tag-filters Key=lab,Values=aws-beegfs-medium --query ResourceTagMappingList[].ResourceARN --output text"
+  assert_line --regexp "^\[lab\] lab aws-beegfs-medium is down in [0-9]+ s; nothing tagged lab=aws-beegfs-medium owner=alice is left \(aws resourcegroupstaggingapi get-resources\)$"
+  assert_equal "$(calls aws | tail -n 1)" "aws resourcegroupstaggingapi get-resources --region us-east-1 --tag-filters Key=lab,Values=aws-beegfs-medium Key=owner,Values=alice --query ResourceTagMappingList[].ResourceARN --output text"
   run calls terraform
   assert_line --index 0 "terraform -chdir=$COPY/terraform/envs/aws state list"
-  assert_line --regexp "^terraform -chdir=$COPY/terraform/envs/aws destroy -auto-approve -input=false -var lab_file=$COPY/build/aws-beegfs-medium/lab.json -var kit_root=$COPY -var state_root=$COPY/build/aws-beegfs-medium -var ssh_public_key_file=$COPY/build/aws-beegfs-medium/ssh/id_ed25519.pub -var expiry=20[0-9-]+T[0-9:]+Z$"
+  assert_line --regexp "^terraform -chdir=$COPY/terraform/envs/aws destroy -auto-approve -input=false -var lab_file=$COPY/build/aws-beegfs-medium/lab.json -var kit_root=$COPY -var state_root=$COPY/build/aws-beegfs-medium -var ssh_public_key_file=$COPY/build/aws-beegfs-medium/ssh/id_ed25519.pub -var expiry=20[0-9-]+T[0-9:]+Z -var owner=alice$"
   [ ! -e "$COPY/build" ]
 }
 
@@ -125,21 +126,79 @@ case $1 in
   sts) echo 123456789012 ;;
   resourcegroupstaggingapi) printf "arn:aws:ec2:us-east-1:123456789012:volume/vol-0abc\tarn:aws:ec2:us-east-1:123456789012:eip/eipalloc-0def\n" ;;
 esac'
+  LAB_ENV=(USER=alice)
   lab down aws-cephfs
   assert_failure 2
   assert_line "[lab] left behind: arn:aws:ec2:us-east-1:123456789012:volume/vol-0abc"
   assert_line "[lab] left behind: arn:aws:ec2:us-east-1:123456789012:eip/eipalloc-0def"
-  assert_line "[lab] error: lab aws-cephfs is not completely down; the lines above are still tagged lab=aws-cephfs"
+  assert_line "[lab] error: lab aws-cephfs is not completely down; the lines above are still tagged lab=aws-cephfs owner=alice"
   [ -e "$COPY/build/aws-cephfs" ]
 }
 
-@test "lab-down of an azure lab asks Azure for anything tagged with the lab" {
+@test "lab-down of an azure lab asks Azure for anything tagged with the lab and its owner" {
   was_up azure-beegfs-medium
   shim az 'exit 0'
+  LAB_ENV=(SUDO_USER=bob USER=root)
   lab down azure-beegfs-medium
   assert_success
-  assert_equal "$(calls az | tail -n 1)" "az resource list --tag lab=azure-beegfs-medium --query [].id --output tsv"
-  assert_line --regexp "nothing tagged lab=azure-beegfs-medium is left \(az resource list --tag lab=azure-beegfs-medium\)$"
+  assert_equal "$(calls az | tail -n 1)" "az resource list --tag lab=azure-beegfs-medium --query [?tags.owner=='bob'].id --output tsv"
+  assert_line --regexp "nothing tagged lab=azure-beegfs-medium owner=bob is left \(az resource list --tag lab=azure-beegfs-medium\)$"
+}
+
+# Cloud accounts holding resources of two users' labs of the same name: "ID LAB OWNER"
+# lines in $SHIM_STATE/resources. The shims filter on the tags as AWS and Azure do.
+two_users_resources() {
+  printf '%s\n' "arn:aws:ec2:us-east-1:1:instance/i-bob $1 bob" "/subscriptions/s/vm-bob $1 bob" >"$SHIM_STATE/resources"
+  shim aws '
+[[ $1 == sts ]] && { echo 123456789012; exit 0; }
+lab="" owner=""
+for a in "$@"; do
+  case $a in Key=lab,Values=*) lab=${a#*Values=} ;; Key=owner,Values=*) owner=${a#*Values=} ;; esac
+done
+while read -r id l o; do
+  [[ $id == arn:* && $l == "$lab" && ( -z $owner || $o == "$owner" ) ]] && printf "%s	" "$id"
+done <"$SHIM_STATE/resources"
+echo'
+  shim az '
+lab="" owner=""
+while (($#)); do
+  case $1 in --tag) lab=${2#lab=}; shift ;; --query) owner=$(sed -n "s/.*tags.owner==.\([^]]*\).\].*/\1/p" <<<"$2"); shift ;; esac
+  shift
+done
+while read -r id l o; do
+  [[ $id == /* && $l == "$lab" && ( -z $owner || $o == "$owner" ) ]] && echo "$id"
+done <"$SHIM_STATE/resources"
+exit 0'
+}
+
+@test "lab-down of an aws lab: another owner's resources with the same lab tag are not this user's leftovers" {
+  was_up aws-cephfs
+  two_users_resources aws-cephfs
+  LAB_ENV=(USER=alice)
+  lab down aws-cephfs
+  assert_success
+  refute_output --partial "i-bob"
+  assert_line --regexp "nothing tagged lab=aws-cephfs owner=alice is left"
+  # The same account seen as bob: his instance is his leftover.
+  was_up aws-cephfs
+  LAB_ENV=(USER=bob)
+  lab down aws-cephfs
+  assert_failure 2
+  assert_line "[lab] left behind: arn:aws:ec2:us-east-1:1:instance/i-bob"
+}
+
+@test "lab-down of an azure lab: another owner's resources with the same lab tag are not this user's leftovers" {
+  was_up azure-beegfs-medium
+  two_users_resources azure-beegfs-medium
+  LAB_ENV=(OWNER=alice)
+  lab down azure-beegfs-medium
+  assert_success
+  refute_output --partial "vm-bob"
+  was_up azure-beegfs-medium
+  LAB_ENV=(OWNER=bob)
+  lab down azure-beegfs-medium
+  assert_failure 2
+  assert_line "[lab] left behind: /subscriptions/s/vm-bob"
 }
 
 @test "lab-down of a cloud lab without credentials: one line, nothing destroyed" {

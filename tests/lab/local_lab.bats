@@ -19,15 +19,22 @@ setup_file() {
     echo "# a lab is already up in $REPO; this test brings up its own and refuses to share" >&3
     return 1
   fi
-  # The local lab's bridge, namespaces and /run/pfslab/<lab> are per machine, not per
-  # checkout: a lab another checkout left up would make every test below fail on it.
-  local bridge
-  bridge=$("$REPO/.venv/bin/pfslab" lab get "$LAB" targets.local.bridge)
-  if ip link show "$bridge" >/dev/null 2>&1 || [[ -e /run/pfslab/$LAB ]]; then
-    echo "# another checkout's lab '$LAB' is up on this machine (bridge $bridge or /run/pfslab/$LAB exists); take it down there with 'make lab-down' first" >&3
-    return 1
+  # Namespaces, run root and mount path are this checkout's lab instance's; the bridge
+  # and subnet are the machine's. Another checkout's lab on the same ones would make
+  # lab-up refuse (tests/lab/two_checkouts.bats tests that refusal).
+  local bridge resolved problems
+  resolved=$BATS_FILE_TMPDIR/lab.json
+  "$REPO/.venv/bin/pfslab" lab show "$LAB" --instance >"$resolved"
+  bridge=$(jq -r .targets.local.bridge "$resolved")
+  if problems=$("$REPO/.venv/bin/pfslab" lab collisions "$resolved") && ! ip link show "$bridge" >/dev/null 2>&1; then
+    return 0
   fi
+  echo "# another lab is up on this machine's bridge $bridge or subnet: ${problems:-bridge $bridge exists}; take it down there with 'make lab-down' first" >&3
+  return 1
 }
+
+# This checkout's lab instance (pfslab/instance.py), as its lab-up recorded it.
+instance() { jq -r ".instance.$1" "$REPO/build/$LAB/lab.json"; }
 
 teardown_file() {
   "$REPO/scripts/throttle" off >/dev/null 2>&1 || true
@@ -82,7 +89,7 @@ SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
 }
 
 @test "after an OSD daemon is killed, lab-up repairs the lab" {
-  pidfile=/run/pfslab/$LAB/osd1/ceph-osd.1.pid
+  pidfile=$(instance run_root)/osd1/ceph-osd.1.pid
   assert [ -s "$pidfile" ]
   kill "$(cat "$pidfile")"
   sleep 2
@@ -173,7 +180,7 @@ SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
   PFSLAB_MODE=quick "$REPO/scripts/bench" >"$BATS_TEST_TMPDIR/bench.out" 2>&1 &
   bench=$!
   sleep 30
-  kill "$(cat /run/pfslab/$LAB/mon0/ceph-mds.mon0.pid)"
+  kill "$(cat "$(instance run_root)/mon0/ceph-mds.mon0.pid")"
   killed=$SECONDS
   wait "$bench" && status_bench=0 || status_bench=$?
   took=$((SECONDS - killed))
@@ -202,7 +209,7 @@ SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
   PFSLAB_MODE=quick "$REPO/scripts/bench" --demo >"$BATS_TEST_TMPDIR/bench.out" 2>&1 &
   bench=$!
   sleep 25
-  kill "$(cat /run/pfslab/$LAB/osd2/ceph-osd.2.pid)"
+  kill "$(cat "$(instance run_root)/osd2/ceph-osd.2.pid")"
   wait "$bench" && status_bench=0 || status_bench=$?
   sed 's/^/# /' "$BATS_TEST_TMPDIR/bench.out" | grep -E 'watchdog|verdict:' >&3
   assert_equal "$status_bench" 1
@@ -221,20 +228,23 @@ SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
   setsid "$REPO/scripts/bench" >"$BATS_TEST_TMPDIR/bench.out" 2>&1 &
   sleep 40
   kill -KILL -- "-$(ps -o pgid= $! | tr -d ' ')"
+  local prefix run_root mount bridge
+  prefix=$(instance netns_prefix) run_root=$(instance run_root)
+  mount=$(jq -r .filesystem.mount "$REPO/build/$LAB/lab.json") bridge=$(jq -r .targets.local.bridge "$REPO/build/$LAB/lab.json")
   run elapsed_of "$REPO/scripts/lab" down "$LAB"
   assert_success
   echo "$output" | sed 's/^/# /' >&3
   assert_output --partial "nothing is left"
   elapsed=$(grep -o 'elapsed [0-9]*' <<<"$output" | cut -d' ' -f2)
   assert [ "$elapsed" -le 60 ]
-  assert_equal "$(ip netns list | grep -c '^pfs-')" 0
-  run ip link show pfslab0
+  assert_equal "$(ip netns list | grep -c "^$prefix-")" 0
+  run ip link show "$bridge"
   assert_failure
-  assert_equal "$(findmnt -rn | grep -c -e "$REPO/build/$LAB" -e /mnt/pfslab)" 0
+  assert_equal "$(findmnt -rn | grep -c -e "$REPO/build/$LAB" -e "$mount")" 0
   assert_equal "$(pgrep -c -f "$REPO/build/$LAB/" || true)" 0
   run benchmark_processes
   assert_output ""
   assert [ ! -e "$REPO/build/$LAB" ]
-  assert [ ! -e "/run/pfslab/$LAB" ]
-  assert [ ! -e /mnt/pfslab ]
+  assert [ ! -e "$run_root" ]
+  assert [ ! -e "$mount" ]
 }

@@ -3,7 +3,11 @@
 
 locals {
   lab_name = yamldecode(file(var.lab_file)).name
-  run_root = "/run/pfslab/${local.lab_name}"
+  # Which copy of the lab this is (pfslab/instance.py, at lab-up): two checkouts of the
+  # kit may run the same lab side by side, so what lives outside the checkout (run
+  # root, namespaces) is named after the instance, never after the lab alone.
+  instance = yamldecode(file(var.lab_file)).instance
+  run_root = local.instance.run_root
   # Everything the running lab writes; destroy removes it. Terraform's own state and
   # logs stay beside it in state_root until scripts/lab has checked the teardown.
   lab_root = "${var.state_root}/lab"
@@ -25,7 +29,8 @@ module "plan" {
 module "lab" {
   source       = "../../modules/local-lab"
   kit_root     = var.kit_root
-  lab_name     = local.lab_name
+  lab_file     = var.lab_file
+  netns_prefix = local.instance.netns_prefix
   state_root   = local.lab_root
   run_root     = local.run_root
   mount_path   = module.plan.lab.filesystem.mount
@@ -53,6 +58,9 @@ locals {
     OMPI_MCA_btl                      = "self,vader,tcp"
     OMPI_MCA_rmaps_base_oversubscribe = "1"
     RSH                               = local.nsrsh
+    # nsrsh resolves a host among this lab instance's nodes only, never another
+    # checkout's lab that has a node of the same name or address.
+    PFSLAB_NSRSH_HOSTS = "${local.run_root}/hosts"
   }
 }
 
@@ -72,6 +80,8 @@ output "inventory" {
       run_root   = local.run_root
       netns      = module.lab.netns
       bridge     = module.plan.lab.targets.local.bridge
+      instance   = local.instance.id
+      cgroup     = local.instance.cgroup
     }
   })
 }

@@ -3,7 +3,7 @@
 # resource's destroy provisioner undoes exactly what its create did.
 
 locals {
-  prefix     = "pfs-${substr(sha1(var.lab_name), 0, 6)}"
+  prefix     = var.netns_prefix
   gateway    = cidrhost(var.subnet, 1)
   prefix_len = split("/", var.subnet)[1]
   netns      = { for name, n in var.nodes : name => "${local.prefix}-${name}" }
@@ -42,8 +42,21 @@ resource "terraform_data" "lab_dirs" {
   }
 }
 
+# The lab as resolved, copied into the run root before the bridge exists: another
+# checkout's lab-up reads it there to see which bridge, subnet and mount path are
+# taken (pfslab lab collisions). Rewritten when the lab changes; the run root goes
+# with lab_dirs.
+resource "terraform_data" "record" {
+  depends_on       = [terraform_data.lab_dirs]
+  triggers_replace = [filesha1(var.lab_file)]
+
+  provisioner "local-exec" {
+    command = "cp '${var.lab_file}' '${var.run_root}/lab.json.new' && mv '${var.run_root}/lab.json.new' '${var.run_root}/lab.json'"
+  }
+}
+
 resource "terraform_data" "bridge" {
-  depends_on = [terraform_data.lab_dirs]
+  depends_on = [terraform_data.record]
   input = {
     kit    = var.kit_root
     bridge = var.bridge

@@ -8,13 +8,23 @@ variable "kit_root" {
   }
 }
 
-variable "lab_name" {
-  description = "Name of the lab (labs/<name>.yaml)."
+variable "lab_file" {
+  description = "Absolute path of the resolved lab (build/<lab>/lab.json); prepare copies it into run_root for other checkouts' collision checks."
   type        = string
 
   validation {
-    condition     = can(regex("^[a-z][a-z0-9.+-]{0,39}$", var.lab_name))
-    error_message = "The lab_name must be lower case letters, digits, '.', '+' or '-'."
+    condition     = startswith(var.lab_file, "/")
+    error_message = "The lab_file must be an absolute path."
+  }
+}
+
+variable "netns_prefix" {
+  description = "Prefix of the node namespaces' names, per lab instance (the resolved lab's instance.netns_prefix)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^pfs-[0-9a-f]{6}$", var.netns_prefix))
+    error_message = "The netns_prefix must be 'pfs-' and six hex digits (from pfslab lab show --instance)."
   }
 }
 

@@ -29,8 +29,18 @@ run "inventory_of_the_local_lab" {
   }
 
   assert {
-    condition     = output.inventory.local.state_root == "/opt/pfslab/build/local/lab" && output.inventory.local.netns["osd0"] == "pfs-939bb4-osd0"
-    error_message = "The lab's files live under build/<lab>/lab and namespaces carry a per-lab prefix."
+    condition     = output.inventory.local.state_root == "/opt/pfslab/build/local/lab" && output.inventory.local.netns["osd0"] == "pfs-e9d854-osd0"
+    error_message = "The lab's files live under build/<lab>/lab and namespaces carry the lab instance's prefix (pfslab lab export resolves it for the checkout /opt/pfslab)."
+  }
+
+  assert {
+    condition     = output.inventory.local.run_root == "/run/pfslab/local-4fbdc7bc" && output.inventory.local.instance == "local-4fbdc7bc" && output.inventory.local.cgroup == "pfslab-throttle-local-4fbdc7bc"
+    error_message = "Run root and cgroup are the lab instance's (lab and checkout id), not the lab's alone."
+  }
+
+  assert {
+    condition     = output.inventory.launcher.env.PFSLAB_NSRSH_HOSTS == "/run/pfslab/local-4fbdc7bc/hosts" && output.inventory.filesystem.mount == "/mnt/pfslab/local-4fbdc7bc"
+    error_message = "Jobs look hosts up in their own lab instance's records only, and the common mount path is the instance's."
   }
 
   assert {
