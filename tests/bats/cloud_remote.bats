@@ -22,7 +22,8 @@ setup() {
 cmd=${!#}
 case $cmd in
   "cloud-init status") echo "status: done" ;;
-  *"ls -A"*) [[ $* == *root@198.51.100.10* ]] ;;
+  *"ls -A"*) [[ $* == *root@198.51.100.10* ]] && printf "%s\n" ceph.client.admin.keyring ceph.client.bootstrap-mgr.keyring \
+    ceph.client.bootstrap-osd.keyring ceph.client.pfslab.keyring ceph.conf ceph.mon.keyring monmap ;;
 esac'
   shim scp
   O="-o BatchMode=yes -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=$LAB/ssh/known_hosts -o ConnectTimeout=15 -i $LAB/ssh/id_ed25519"
@@ -45,11 +46,11 @@ ssh -n $O root@198.51.100.11 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O root@198.51.100.11 cloud-init status
 ssh -n $O root@198.51.100.12 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O root@198.51.100.12 cloud-init status
-ssh -n $O root@198.51.100.10 test -n \"\$(ls -A '/etc/pfslab/cluster' 2>/dev/null)\"
+ssh -n $O root@198.51.100.10 ls -A '/etc/pfslab/cluster' 2>/dev/null
 ssh -n $O root@198.51.100.11 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
-scp -3 -q -p -r $O root@198.51.100.10:/etc/pfslab/cluster/. root@198.51.100.11:/etc/pfslab/cluster/
+scp -3 -q -p $O root@198.51.100.10:/etc/pfslab/cluster/ceph.client.bootstrap-osd.keyring root@198.51.100.10:/etc/pfslab/cluster/ceph.conf root@198.51.100.11:/etc/pfslab/cluster/
 ssh -n $O root@198.51.100.12 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
-scp -3 -q -p -r $O root@198.51.100.10:/etc/pfslab/cluster/. root@198.51.100.12:/etc/pfslab/cluster/
+scp -3 -q -p $O root@198.51.100.10:/etc/pfslab/cluster/ceph.client.pfslab.keyring root@198.51.100.10:/etc/pfslab/cluster/ceph.conf root@198.51.100.12:/etc/pfslab/cluster/
 ssh -n $O root@198.51.100.10 $r/ceph up mon
 ssh -n $O root@198.51.100.10 $r/ceph up mgr
 ssh -n $O root@198.51.100.11 $r/ceph up osd"
@@ -84,7 +85,7 @@ esac'
   [ -z "$(calls scp)" ]
 }
 
-@test "remote-up: no cluster files on the bootstrap node (BeeGFS, NFS): nothing is copied" {
+@test "remote-up: no cluster files on the bootstrap node (NFS, GPFS): nothing is copied" {
   shim ssh '
 case ${!#} in "cloud-init status") echo "status: done" ;; *"ls -A"*) exit 1 ;; esac'
   remote_up aws-cephfs
