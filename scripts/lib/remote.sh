@@ -2,14 +2,18 @@
 # The cross-node steps of a cloud or bare-metal lab, run from the kit's machine over
 # SSH after `terraform apply` (never through Terraform state or outputs):
 #   wait for every node's first boot (cloud-init), or run it on existing hosts;
-#   copy the cluster's files (paths.cluster: keys, ceph.conf, monmap) from the
-#   bootstrap node to the others, through this machine, never printed;
+#   copy the cluster's files (paths.cluster: keys, ceph.conf, monmap, BeeGFS's
+#   connAuthFile) from the bootstrap node to the nodes whose roles use them, through
+#   this machine, never printed;
 #   start the roles phase by phase (the lab plan's `phases`), then scripts/preflight.
 # Everything comes from build/<lab>/inventory.json and the lab's key under
 # build/<lab>/ssh/. Sourced after common.sh; defines functions only.
 #
 # Environment: PFSLAB_BUILD (default <kit>/build), PFSLAB_REMOTE_ROOT (the kit on the
 # nodes, default /opt/pfslab), PFSLAB_BOOT_TIMEOUT (seconds, default 1200).
+
+# shellcheck source=scripts/lib/cluster-files.sh
+source "$PFSLAB_ROOT/scripts/lib/cluster-files.sh"
 
 REMOTE_BUILD=${PFSLAB_BUILD:-$PFSLAB_ROOT/build}
 REMOTE_ROOT=${PFSLAB_REMOTE_ROOT:-/opt/pfslab}
@@ -149,29 +153,41 @@ remote_boot_hosts() {
   done
 }
 
-# Copy paths.cluster from the bootstrap node (the first node of the first phase) to
-# every other node, host to host through this machine (scp -3): secrets never touch
-# this machine's disk and are never printed. Nothing to do when the bootstrap node
-# made no cluster files (BeeGFS, NFS).
+# Copy the cluster's files from the bootstrap node (the first node of the first phase)
+# to every other node, host to host through this machine (scp -3): secrets never touch
+# this machine's disk and are never printed. Each node gets only what its roles use
+# (cluster_files_for, scripts/lib/cluster-files.sh: no mon. or admin key on a client),
+# into a directory of mode 700, modes kept. Nothing to do when the bootstrap node made
+# no cluster files (NFS, GPFS).
 remote_copy_cluster() {
-  local lab=$1 inv boot path node opts
+  local lab=$1 inv boot path node opts have file files srcs roles
   inv=$(remote_inv "$lab")
   boot=$(jq -r '.phases[0][0].node // empty' "$inv")
   path=$(jq -r '.cluster_path // "/etc/pfslab/cluster"' "$inv")
   [[ -n $boot ]] || return 0
-  if ! remote_ssh "$lab" "$boot" "test -n \"\$(ls -A '$path' 2>/dev/null)\"" >/dev/null 2>&1; then
+  # Only the names: which files there are is no secret.
+  have=$(remote_ssh "$lab" "$boot" "ls -A '$path' 2>/dev/null" 2>/dev/null) || have=
+  if [[ -z $have ]]; then
     log "the bootstrap node $boot has no cluster files in $path; nothing to distribute"
     return 0
   fi
   mapfile -t opts < <(remote_opts "$lab")
   for node in $(remote_nodes "$lab"); do
     [[ $node == "$boot" ]] && continue
+    mapfile -t roles < <(jq -r --arg n "$node" '.nodes[] | select(.name == $n) | .roles[]' "$inv")
+    files=()
+    while read -r file; do
+      [[ -n $file ]] && grep -qxF -- "$file" <<<"$have" && files+=("$file")
+    done < <(cluster_files_for "${roles[@]}")
+    ((${#files[@]})) || continue
+    srcs=()
+    for file in "${files[@]}"; do srcs+=("$(remote_target "$lab" "$boot"):$path/$file"); done
     remote_ssh "$lab" "$node" "mkdir -p '$path' && chmod 700 '$path'" ||
       die "cannot create $path on node $node of lab $lab"
-    scp -3 -q -p -r "${opts[@]}" "$(remote_target "$lab" "$boot"):$path/." "$(remote_target "$lab" "$node"):$path/" ||
+    scp -3 -q -p "${opts[@]}" "${srcs[@]}" "$(remote_target "$lab" "$node"):$path/" ||
       die "copying the cluster files from $boot to $node failed"
+    log "copied to $node what its roles use: ${files[*]}"
   done
-  log "copied the cluster files of $boot ($path, mode 700) to every other node"
 }
 
 # Start the roles phase by phase: every "node/role" of a phase runs `up`, in order.

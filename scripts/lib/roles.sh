@@ -3,6 +3,12 @@
 # file a role writes, config files written only when they change, sizes, NVMe and
 # NUMA discovery. Sourced after common.sh; defines functions only.
 #
+# Files: the roles run with umask 077, so what they create is private unless made
+# readable on purpose. write_file takes the mode (644 by default: configs are not
+# secret), conf_set keeps the file's, ensure_line makes a new system file 644; secrets
+# (keyrings, BeeGFS's connAuthFile) are 600/400 where they are made.
+umask 077
+#
 # PFSLAB_SYSROOT (default empty, meaning /) prefixes every path a role reads or writes
 # under /etc, /sys, /proc, /dev and /data, so the bats tests run the roles against a
 # scratch tree and never change the host.
@@ -32,6 +38,8 @@ conf_set() {
   if grep -qE "^[[:space:]]*${key}[[:space:]]*=" "$file"; then
     awk -v k="$key" -v v="$value" '
       $0 ~ "^[[:space:]]*" k "[[:space:]]*=" { print k " = " v; next } { print }' "$file" >"$file.new"
+    # The rewritten file keeps the package's mode (the roles' umask 077 would hide it).
+    chmod --reference="$file" "$file.new"
     mv "$file.new" "$file"
   else
     printf '%s = %s\n' "$key" "$value" >>"$file"
@@ -217,7 +225,8 @@ EOF
 ensure_line() {
   local file=$1 line=$2
   mkdir -p "$(dirname "$file")"
-  touch "$file"
+  # A new file (fstab, mdadm.conf) is a system file every user may read.
+  [[ -e $file ]] || { : >"$file" && chmod 644 "$file"; }
   grep -qxF -- "$line" "$file" && return 0
   printf '%s\n' "$line" >>"$file"
   log "added to ${file#"${PFSLAB_SYSROOT:-}"}: $line"

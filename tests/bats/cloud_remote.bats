@@ -25,7 +25,8 @@ setup() {
 cmd=${!#}
 case $cmd in
   "cloud-init status") echo "status: done" ;;
-  *"ls -A"*) [[ $* == *" mon0 "* ]] ;;
+  *"ls -A"*) [[ $* == *" mon0 "* ]] && printf "%s\n" ceph.client.admin.keyring ceph.client.bootstrap-mgr.keyring \
+    ceph.client.bootstrap-osd.keyring ceph.client.pfslab.keyring ceph.conf ceph.mon.keyring monmap ;;
 esac'
   shim scp
   # EC2's console of each instance, with the host keys cloud-init printed (CRLF, as EC2 serves it).
@@ -54,11 +55,11 @@ ssh -n $O osd0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O osd0 cloud-init status
 ssh -n $O cli0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O cli0 cloud-init status
-ssh -n $O mon0 test -n \"\$(ls -A '/etc/pfslab/cluster' 2>/dev/null)\"
+ssh -n $O mon0 ls -A '/etc/pfslab/cluster' 2>/dev/null
 ssh -n $O osd0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
-scp -3 -q -p -r $O mon0:/etc/pfslab/cluster/. osd0:/etc/pfslab/cluster/
+scp -3 -q -p $O mon0:/etc/pfslab/cluster/ceph.client.bootstrap-osd.keyring mon0:/etc/pfslab/cluster/ceph.conf osd0:/etc/pfslab/cluster/
 ssh -n $O cli0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
-scp -3 -q -p -r $O mon0:/etc/pfslab/cluster/. cli0:/etc/pfslab/cluster/
+scp -3 -q -p $O mon0:/etc/pfslab/cluster/ceph.client.pfslab.keyring mon0:/etc/pfslab/cluster/ceph.conf cli0:/etc/pfslab/cluster/
 ssh -n $O mon0 $r/ceph up mon
 ssh -n $O mon0 $r/ceph up mgr
 ssh -n $O osd0 $r/ceph up osd"
@@ -132,7 +133,7 @@ esac'
   [ -z "$(calls scp)" ]
 }
 
-@test "remote-up: no cluster files on the bootstrap node (BeeGFS, NFS): nothing is copied" {
+@test "remote-up: no cluster files on the bootstrap node (NFS, GPFS): nothing is copied" {
   shim ssh '
 case ${!#} in "cloud-init status") echo "status: done" ;; *"ls -A"*) exit 1 ;; esac'
   remote_up aws-cephfs

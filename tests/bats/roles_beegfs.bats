@@ -25,6 +25,11 @@ mkdir -p "$PFSLAB_SYSROOT$p" && : >"$PFSLAB_SYSROOT$p/format.conf"'
   for svc in meta storage mgmtd client mon; do
     printf '%s\n' "sysMgmtdHost =" "connInterfacesFile =" "tuneNumWorkers = 12" "logLevel = 2" >"$ROOT/etc/beegfs/beegfs-$svc.conf"
   done
+  # The connection secret as the bring-up copies it to every BeeGFS node.
+  AUTH=$ROOT/etc/pfslab/cluster/beegfs.auth
+  mkdir -p "$ROOT/etc/pfslab/cluster"
+  printf 'given-secret' >"$AUTH"
+  chmod 400 "$AUTH"
   # The seed's metadata server: 12 NVMe drives on NUMA 0, 12 on NUMA 1.
   fake_nvme 0 0 12
   fake_nvme 1 12 12
@@ -297,4 +302,62 @@ key_shims() {
   role "$cfg" beegfs explode meta
   assert_failure 2
   assert_output "[beegfs:meta@mds0] error: action 'explode' is not one of install, configure, start, up, stop, health"
+}
+
+@test "connection authentication: the first mgmt node makes the secret (400, random, never printed); every config names it" {
+  rm -f "$AUTH"
+  cfg=$(node_config beegfs.json mgmt0 mgmt 0 10.10.0.9 beegfs-mgmt)
+  role "$cfg" beegfs up mgmt
+  assert_success
+  [ "$(stat -c %a "$AUTH")" = 400 ]
+  [ "$(stat -c %a "$(dirname "$AUTH")")" = 700 ]
+  secret=$(cat "$AUTH")
+  [ "${#secret}" -eq 64 ]
+  # Neither the role's output nor any command line it ran holds the secret.
+  refute_output --partial "$secret"
+  run grep -cF -- "$secret" "$SHIM_LOG"
+  assert_output 0
+  grep -qx "connAuthFile = /etc/pfslab/cluster/beegfs.auth" "$ROOT/etc/beegfs/beegfs-mgmtd.conf"
+  # Made once: a second run keeps it; another mgmt node never makes one.
+  role "$cfg" beegfs up mgmt
+  assert_success
+  [ "$(cat "$AUTH")" = "$secret" ]
+  rm -f "$AUTH"
+  cfg=$(node_config beegfs.json mgmt1 mgmt 1 10.10.0.10 beegfs-mgmt)
+  role "$cfg" beegfs configure mgmt
+  assert_success
+  [ ! -e "$AUTH" ]
+  : >"$SHIM_LOG"
+  # Without it no service starts: one line naming where it comes from.
+  role "$cfg" beegfs start mgmt
+  assert_failure 2
+  assert_output "[beegfs:mgmt@mgmt1] error: /etc/pfslab/cluster/beegfs.auth is missing on mgmt1: the first management node (mgmt0) makes it and the bring-up copies it (scripts/lib/cluster-files.sh); with an external mgmt_host, put that cluster's connAuthFile there"
+  [ -z "$(calls systemctl | grep enable)" ]
+}
+
+@test "connection authentication: every meta, storage, mon, client and helperd config names connAuthFile" {
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta beegfs-storage)
+  role "$cfg" beegfs configure meta
+  assert_success
+  role "$cfg" beegfs configure storage
+  assert_success
+  cfg=$(node_config beegfs.json mon0 mon 0 10.10.0.8 beegfs-mon)
+  role "$cfg" beegfs configure mon
+  assert_success
+  printf '%s\n' "connAuthFile =" >"$ROOT/etc/beegfs/beegfs-helperd.conf"
+  cfg=$(node_config beegfs.json cli0 cli 0 10.10.1.1 beegfs-client)
+  role "$cfg" beegfs configure client
+  assert_success
+  confs=$(find "$ROOT/etc/beegfs" -name 'beegfs-*.conf' ! -name beegfs-mounts.conf ! -name beegfs-mgmtd.conf ! -path "$ROOT/etc/beegfs/beegfs-meta.conf" ! -path "$ROOT/etc/beegfs/beegfs-storage.conf" | sort)
+  # 6 meta and 3 storage instances, mon, client, helperd.
+  [ "$(wc -l <<<"$confs")" -eq 12 ]
+  for conf in $confs; do
+    grep -qx "connAuthFile = /etc/pfslab/cluster/beegfs.auth" "$conf" || { echo "no connAuthFile in $conf"; false; }
+  done
+  # A config keeps the package's mode (the role's umask 077 does not hide it).
+  [ "$(stat -c %a "$ROOT/etc/beegfs/beegfs-client.conf")" = 644 ]
+  [ "$(stat -c %a "$ROOT/etc/beegfs/meta0.d/beegfs-meta.conf")" = 644 ]
+  [ "$(stat -c %a "$ROOT/mnt/beegfs")" = 755 ]
+  run grep -rlF given-secret "$ROOT/etc/beegfs" "$SHIM_LOG"
+  assert_output ""
 }

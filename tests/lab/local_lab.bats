@@ -37,6 +37,7 @@ setup_file() {
 instance() { jq -r ".instance.$1" "$REPO/build/$LAB/lab.json"; }
 
 teardown_file() {
+  stop_ps_sampler
   "$REPO/scripts/throttle" off >/dev/null 2>&1 || true
   "$REPO/scripts/lab" down "$LAB" >/dev/null 2>&1 || true
 }
@@ -49,6 +50,22 @@ elapsed_of() {
   return "$rc"
 }
 
+# Every process's command line, every 0.2 s, while the lab comes up: a secret passed
+# as an argument (visible to every user in `ps`) would be in this file.
+ps_capture() { echo "$BATS_FILE_TMPDIR/ps-during-lab-up.txt"; }
+start_ps_sampler() {
+  local capture
+  capture=$(ps_capture)
+  : >"$capture"
+  (while :; do ps -ww -eo args >>"$capture"; sleep 0.2; done) >/dev/null 2>&1 3>&- &
+  echo $! >"$BATS_FILE_TMPDIR/ps-sampler.pid"
+}
+stop_ps_sampler() {
+  [[ -s ${BATS_FILE_TMPDIR:-}/ps-sampler.pid ]] || return 0
+  kill "$(cat "$BATS_FILE_TMPDIR/ps-sampler.pid")" 2>/dev/null || true
+  rm -f "$BATS_FILE_TMPDIR/ps-sampler.pid"
+}
+
 newest_run() { find "$REPO/build/runs/$LAB" -mindepth 1 -maxdepth 1 -type d | sort | tail -n 1; }
 
 # Benchmark processes anywhere on this machine (the lab's nodes are its namespaces).
@@ -59,7 +76,9 @@ benchmark_processes() { pgrep -af '(^|/)(ior|mdtest|fio|iozone|lmp|io_shell|orte
 SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
 
 @test "lab-up reaches HEALTH_OK in at most 60 s, then calibrates its thresholds on this machine" {
+  start_ps_sampler
   run elapsed_of "$REPO/scripts/lab" up "$LAB"
+  stop_ps_sampler
   assert_success
   echo "$output" | grep -E 'healthy in|calibrat|seq-write|elapsed' | sed 's/^/# /' >&3
   healthy=$(grep -oE 'up and healthy in [0-9]+ s' <<<"$output" | grep -oE '[0-9]+')
@@ -75,6 +94,52 @@ SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
   assert_success
   assert_output --partial "ceph: HEALTH_OK"
   assert_equal "$(findmnt -rn -t fuse.ceph-fuse | grep -c "$REPO/build/$LAB/lab/nodes/cli")" 2
+}
+
+@test "secrets after lab-up: keyrings 600 and root's, on the nodes that use them only, no key ever in ps" {
+  lab=$REPO/build/$LAB/lab
+  inv=$REPO/build/$LAB/inventory.json
+  mapfile -t keyrings < <(find "$lab" -type f \( -name '*keyring*' -o -name beegfs.auth \) | sort)
+  echo "# ${#keyrings[@]} keyrings under build/$LAB/lab" >&3
+  assert [ "${#keyrings[@]}" -ge 10 ]
+  for k in "${keyrings[@]}"; do
+    mode=$(stat -c '%a %U' "$k")
+    [[ $mode == "600 root" || $mode == "400 root" ]] || fail "$k is mode/owner $mode, not 600 (or 400) root"
+  done
+  # Which node holds which key: mon. and client.admin on the monitor only, the OSD
+  # bootstrap key on OSD nodes, the file system's own key on clients.
+  mon=$lab/nodes/mon0
+  grep -qx '\[mon\.\]' "$mon/cluster/ceph.mon.keyring"
+  grep -qx '\[client\.admin\]' "$mon/cluster/ceph.client.admin.keyring"
+  for node in $(jq -r '.nodes[] | select(.roles | index("ceph-osd")) | .name' "$inv"); do
+    run grep -rlE '^\[(mon\.|client\.admin|client\.pfslab)\]' "$lab/nodes/$node"
+    assert_output ""
+    grep -qx '\[client\.bootstrap-osd\]' "$lab/nodes/$node/cluster/ceph.client.bootstrap-osd.keyring"
+  done
+  for node in $(jq -r '.clients[]' "$inv"); do
+    run grep -rlE '^\[(mon\.|client\.admin|client\.bootstrap-[a-z]+|osd\.[0-9]+)\]' "$lab/nodes/$node"
+    assert_output ""
+    run ls "$lab/nodes/$node/cluster"
+    assert_output "ceph.client.pfslab.keyring
+ceph.conf"
+  done
+  # The clients mount with that key, whose caps reach the file system only.
+  assert_equal "$(pgrep -fc 'ceph-fuse .*-n client\.pfslab ')" 2
+  run "$REPO/scripts/local/node-exec" "$(jq -r '.local.netns.mon0' "$inv")" "$mon/node.json" \
+    sh -c "ceph -c '$mon/cluster/ceph.conf' -k '$mon/cluster/ceph.client.admin.keyring' -n client.admin auth get client.pfslab -f json 2>/dev/null | jq -cS '.[0].caps'"
+  assert_output '{"mds":"allow rw","mon":"allow r","osd":"allow rw tag cephfs data=cephfs"}'
+  # No key was ever on a command line while the lab came up.
+  mapfile -t keys < <(grep -hoP '^\s*key = \K\S+' "${keyrings[@]}" | sort -u)
+  samples=$(grep -c '^COMMAND$' "$(ps_capture)" || true)
+  echo "# ${#keys[@]} distinct keys; $samples ps samples taken during lab-up" >&3
+  assert [ "${#keys[@]}" -ge 8 ]
+  assert [ "$samples" -ge 100 ]
+  run grep -cF -f <(printf '%s\n' "${keys[@]}") "$(ps_capture)"
+  assert_output 0
+  # Nor in what Terraform keeps (state, logs, inventory) or in the daemons' logs.
+  run grep -rlF -f <(printf '%s\n' "${keys[@]}") "$REPO/build/$LAB"/*.log "$REPO/build/$LAB"/*.tfstate* \
+    "$REPO/build/$LAB/inventory.json" "$lab/logs"
+  assert_output ""
 }
 
 @test "a second lab-up changes nothing and keeps the calibration" {

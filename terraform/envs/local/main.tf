@@ -18,10 +18,12 @@ module "plan" {
   lab_file = var.lab_file
   target   = "local"
   paths = {
-    state   = "${local.lab_root}/nodes/{node}"
-    run     = "${local.run_root}/{node}"
-    log     = "${local.lab_root}/logs/{node}"
-    cluster = "${local.lab_root}/cluster"
+    state = "${local.lab_root}/nodes/{node}"
+    run   = "${local.run_root}/{node}"
+    log   = "${local.lab_root}/logs/{node}"
+    # Per node, as on separate machines: each node holds only the cluster files its
+    # roles need (scripts/lib/cluster-files.sh), copied from the bootstrap node's.
+    cluster = "${local.lab_root}/nodes/{node}/cluster"
     mount   = "${local.lab_root}/nodes/{node}/mnt"
   }
 }

@@ -30,7 +30,7 @@ locals {
       state   = "/var/lib/pfslab/${local.lab.name}/nodes/{node}"
       run     = "/run/pfslab/${local.lab.name}/{node}"
       log     = "/var/lib/pfslab/${local.lab.name}/logs/{node}"
-      cluster = "/var/lib/pfslab/${local.lab.name}/cluster"
+      cluster = "/var/lib/pfslab/${local.lab.name}/nodes/{node}/cluster"
       mount   = "/var/lib/pfslab/${local.lab.name}/nodes/{node}/mnt"
     }
     cloud = {

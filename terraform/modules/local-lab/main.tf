@@ -20,8 +20,15 @@ locals {
       family    = split("-", pair.role)[0]
       component = join("-", slice(split("-", pair.role), 1, length(split("-", pair.role))))
       digest    = sha1(var.node_configs[pair.node])
+      # The bootstrap node's cluster files, which every other node takes its share of.
+      cluster_source = local.cluster_source
     }
   }
+
+  # The bootstrap node is the first node of the first phase, as for remote labs
+  # (scripts/lib/remote.sh); it makes the cluster's keys and config.
+  bootstrap      = values(var.phases[0])[0].node
+  cluster_source = var.nodes[local.bootstrap].paths.cluster
 }
 
 resource "terraform_data" "lab_dirs" {

@@ -1,16 +1,18 @@
 # One start phase of the local lab: each "node/role" runs its role's `up` inside
-# the node's namespace; destroy runs `stop`. The parent orders phases with
+# the node's namespace, after taking its share of the bootstrap node's cluster files
+# (scripts/local/cluster-files); destroy runs `stop`. The parent orders phases with
 # depends_on, so destroy stops them in reverse (clients first, monitors last).
 
 variable "calls" {
-  description = "\"node/role\" => what the provisioners need: kit, netns, config, family, component, digest."
+  description = "\"node/role\" => what the provisioners need: kit, netns, config, family, component, digest, cluster_source (the bootstrap node's paths.cluster)."
   type = map(object({
-    kit       = string
-    netns     = string
-    config    = string
-    family    = string
-    component = string
-    digest    = string
+    kit            = string
+    netns          = string
+    config         = string
+    family         = string
+    component      = string
+    digest         = string
+    cluster_source = string
   }))
 }
 
@@ -20,7 +22,7 @@ resource "terraform_data" "role" {
   triggers_replace = [each.value.digest]
 
   provisioner "local-exec" {
-    command = "'${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/scripts/roles/${self.input.family}' up '${self.input.component}'"
+    command = "'${self.input.kit}/scripts/local/cluster-files' '${self.input.cluster_source}' '${self.input.config}' && '${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/scripts/roles/${self.input.family}' up '${self.input.component}'"
   }
 
   provisioner "local-exec" {

@@ -1,0 +1,55 @@
+# shellcheck shell=bash
+# The cluster's files (paths.cluster) and which node gets which: the bootstrap node
+# (the first node of the first start phase) makes them; every other node receives only
+# the files its roles use, so a secret lives on no node that does not need it.
+# Shared by scripts/lib/remote.sh (cloud, bare metal: copied over SSH) and
+# scripts/local/cluster-files (the local lab: one directory per node). Sourced after
+# common.sh; defines functions only.
+#
+#   ceph.conf                              every Ceph node (not secret, mode 644)
+#   monmap                                 ceph-mon (not secret; only a new monitor reads it)
+#   ceph.mon.keyring                       ceph-mon: the mon. key and every key created
+#                                          at bootstrap, which a new monitor's store needs
+#   ceph.client.admin.keyring              ceph-mon (quorum, `health cluster`/`service`),
+#                                          ceph-mds (the first MDS creates the pools and
+#                                          file system; `health mds` reads the MDS map)
+#   ceph.client.bootstrap-mgr.keyring      ceph-mgr: may only create mgr.* keys
+#   ceph.client.bootstrap-osd.keyring      ceph-osd: may only register OSDs (`osd new`)
+#   ceph.client.pfslab.keyring             ceph-client: the file system, nothing else
+#   beegfs.auth                            every BeeGFS node: connAuthFile's shared secret
+#
+# Secrets are mode 600 (beegfs.auth 400), owned by root, in a directory of mode 700.
+
+# The files a node with these roles gets, one per line: cluster_files_for ROLE...
+cluster_files_for() {
+  local role
+  for role in "$@"; do
+    case $role in
+      ceph-mon) printf '%s\n' ceph.conf monmap ceph.mon.keyring ceph.client.admin.keyring ;;
+      ceph-mgr) printf '%s\n' ceph.conf ceph.client.bootstrap-mgr.keyring ;;
+      ceph-osd) printf '%s\n' ceph.conf ceph.client.bootstrap-osd.keyring ;;
+      ceph-mds) printf '%s\n' ceph.conf ceph.client.admin.keyring ;;
+      ceph-client) printf '%s\n' ceph.conf ceph.client.pfslab.keyring ;;
+      beegfs-*) echo beegfs.auth ;;
+    esac
+  done | sort -u
+}
+
+# Copy, between two directories of this machine, the files a node with these roles
+# gets (those the source has: a file system's other files are not there). Each file
+# keeps its mode; one that is already identical is left alone. Prints nothing.
+# Usage: cluster_files_copy SOURCE DEST ROLE...
+cluster_files_copy() {
+  local src=$1 dst=$2 file tmp
+  shift 2
+  [[ $src -ef $dst ]] && return 0
+  mkdir -p "$dst"
+  chmod 700 "$dst"
+  while read -r file; do
+    [[ -n $file && -e $src/$file ]] || continue
+    cmp -s "$src/$file" "$dst/$file" && continue
+    tmp=$(mktemp "$dst/.$file.XXXXXX")
+    cp -p "$src/$file" "$tmp"
+    mv "$tmp" "$dst/$file"
+  done < <(cluster_files_for "$@")
+}

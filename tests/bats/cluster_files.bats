@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016
+# Which node gets which of the cluster's files (scripts/lib/cluster-files.sh): the
+# table by role, the local lab's copy between per-node directories (modes kept, the
+# bootstrap node untouched) and the remote labs' copy over scp -3 for a BeeGFS lab.
+
+load helpers
+
+setup() {
+  sandbox
+  # The bootstrap node's files, as the Ceph and BeeGFS roles make them.
+  SRC=$BATS_TEST_TMPDIR/nodes/mon0/cluster
+  mkdir -p "$SRC"
+  chmod 700 "$SRC"
+  local f
+  for f in ceph.mon.keyring ceph.client.admin.keyring ceph.client.bootstrap-osd.keyring \
+    ceph.client.bootstrap-mgr.keyring ceph.client.pfslab.keyring; do
+    printf '[x]\n\tkey = %s==\n' "$f" >"$SRC/$f"
+    chmod 600 "$SRC/$f"
+  done
+  echo "[global]" >"$SRC/ceph.conf" && chmod 644 "$SRC/ceph.conf"
+  echo monmap >"$SRC/monmap" && chmod 644 "$SRC/monmap"
+}
+
+files_for() { run bash -c 'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/cluster-files.sh" && shift && cluster_files_for "$@"' _ "$KIT" "$@"; }
+
+@test "the table: mon and admin keys on monitors, a bootstrap key per daemon kind, the client's own key on clients" {
+  files_for ceph-mon ceph-mgr ceph-mds
+  assert_output "ceph.client.admin.keyring
+ceph.client.bootstrap-mgr.keyring
+ceph.conf
+ceph.mon.keyring
+monmap"
+  files_for ceph-osd
+  assert_output "ceph.client.bootstrap-osd.keyring
+ceph.conf"
+  files_for ceph-mgr
+  assert_output "ceph.client.bootstrap-mgr.keyring
+ceph.conf"
+  files_for ceph-client
+  assert_output "ceph.client.pfslab.keyring
+ceph.conf"
+  for r in beegfs-mgmt beegfs-meta beegfs-storage beegfs-client beegfs-mon; do
+    files_for "$r"
+    assert_output beegfs.auth
+  done
+  files_for nfs-client gpfs-nsd
+  assert_output ""
+}
+
+# scripts/local/cluster-files SOURCE CONFIG for a node with these roles.
+local_copy() {
+  local name=$1 cfg
+  shift
+  cfg=$BATS_TEST_TMPDIR/$name.json
+  jq -n --arg n "$name" --arg c "$BATS_TEST_TMPDIR/nodes/$name/cluster" --arg r "$*" \
+    '{node: {name: $n, roles: ($r | split(" "))}, paths: {cluster: $c}}' >"$cfg"
+  run /usr/bin/env -i PATH="$SAFE" "$KIT/scripts/local/cluster-files" "$SRC" "$cfg"
+}
+
+@test "local lab: each node's directory gets only its roles' files, modes kept, directory 700" {
+  local_copy cli0 ceph-client
+  assert_success
+  dst=$BATS_TEST_TMPDIR/nodes/cli0/cluster
+  run stat -c '%a %n' "$dst" "$dst"/*
+  assert_output "700 $dst
+600 $dst/ceph.client.pfslab.keyring
+644 $dst/ceph.conf"
+  local_copy osd0 ceph-osd
+  assert_success
+  run ls "$BATS_TEST_TMPDIR/nodes/osd0/cluster"
+  assert_output "ceph.client.bootstrap-osd.keyring
+ceph.conf"
+  # The bootstrap node's own directory is the source: nothing changes there.
+  before=$(ls -l --time-style=+%s.%N "$SRC")
+  local_copy mon0 ceph-mon ceph-mgr ceph-mds
+  assert_success
+  assert_equal "$(ls -l --time-style=+%s.%N "$SRC")" "$before"
+  # A file changed on the bootstrap node is copied again; an identical one is left alone.
+  echo "[global] changed" >"$SRC/ceph.conf"
+  local_copy cli0 ceph-client
+  assert_success
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/nodes/cli0/cluster/ceph.conf")" "[global] changed"
+}
+
+@test "local lab: a BeeGFS secret (400) goes to every BeeGFS node, nothing of Ceph's does" {
+  rm -f "$SRC"/*
+  head -c 48 /dev/urandom | base64 -w 0 >"$SRC/beegfs.auth"
+  chmod 400 "$SRC/beegfs.auth"
+  local_copy cli0 beegfs-client
+  assert_success
+  run stat -c '%a %n' "$BATS_TEST_TMPDIR/nodes/cli0/cluster"/*
+  assert_output "400 $BATS_TEST_TMPDIR/nodes/cli0/cluster/beegfs.auth"
+  cmp "$SRC/beegfs.auth" "$BATS_TEST_TMPDIR/nodes/cli0/cluster/beegfs.auth"
+}
+
+@test "remote lab (BeeGFS): every BeeGFS node gets the secret by scp -3, no file goes elsewhere" {
+  BUILD=$BATS_TEST_TMPDIR/build
+  LAB=$BUILD/aws-beegfs
+  mkdir -p "$LAB/ssh"
+  : >"$LAB/ssh/id_ed25519"
+  jq -n '{lab: "aws-beegfs", target: "aws", ssh: {user: "root"}, cluster_path: "/etc/pfslab/cluster",
+    nodes: [
+      {name: "mgmt0", group: "mgmt", roles: ["beegfs-mgmt", "beegfs-meta"], address: "10.21.0.10", ssh_address: "198.51.100.10"},
+      {name: "ss0", group: "ss", roles: ["beegfs-storage"], address: "10.21.0.11", ssh_address: "198.51.100.11"},
+      {name: "cli0", group: "cli", roles: ["beegfs-client"], address: "10.21.0.12", ssh_address: "198.51.100.12"}],
+    phases: [[{node: "mgmt0", role: "beegfs-mgmt"}], [{node: "mgmt0", role: "beegfs-meta"}, {node: "ss0", role: "beegfs-storage"}], [], [], [{node: "cli0", role: "beegfs-client"}]]}' \
+    >"$LAB/inventory.json"
+  shim ssh '[[ ${!#} == *"ls -A"* ]] && echo beegfs.auth; exit 0'
+  shim scp
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" bash -c \
+    'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/remote.sh" && remote_copy_cluster aws-beegfs' _ "$KIT"
+  assert_success
+  O="-F $LAB/ssh/config"
+  run calls scp
+  assert_output "scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth ss0:/etc/pfslab/cluster/
+scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth cli0:/etc/pfslab/cluster/"
+}
