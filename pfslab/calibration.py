@@ -141,7 +141,8 @@ class _Bench:
 
     @classmethod
     def of(cls, lab_name: str) -> _Bench:
-        lab = labs.load(lab_name)
+        # As its lab-up resolved it: a local lab's mount path is its instance's, not the file's.
+        lab = state.lab(lab_name)
         inventory = state.inventory(lab_name)
         if inventory is None:
             raise CalibrationError(f"lab {lab_name} is not up; run 'make lab-up LAB={lab_name}'")

@@ -80,7 +80,8 @@ def measure(rounds: int, threads: int) -> list[str]:
     inventory = state.inventory(lab_name) if lab_name else None
     if not lab_name or inventory is None:
         raise OverheadError("no lab is up; run 'make lab-up' first")
-    lab = labs.load(lab_name)
+    # As its lab-up resolved it: a local lab's mount path is its instance's, not the file's.
+    lab = state.lab(lab_name)
     workload, tool_path, operations = choose(lab)
     case = workloads.Case(lab_name, str(workload["id"]), threads, workloads.lab_mode(lab))
     test_class = {"ior": "IOR", "fio": "Fio"}[str(workload["tool"])]

@@ -163,3 +163,18 @@ def test_lab_show_refuses_a_bad_bridge_and_a_bridge_for_a_cloud_lab() -> None:
         "pfslab lab: BRIDGE=Bad is not allowed; give 1-12 lower-case letters or digits, starting with a letter (e.g. pfslab1)"]
     out = run_cli("lab", "show", "aws-cephfs", "--bridge", "pfslab1")
     assert out.returncode == 2 and "BRIDGE and SUBNET are settings of a local lab; lab aws-cephfs runs on aws" in out.stderr
+
+
+def test_calibration_probes_go_to_the_mount_path_the_lab_came_up_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not the lab file's: on the local target that path is not mounted (the instance's is)."""
+    from pfslab import calibration, state
+
+    lab = resolved(root=Path("/home/ann/pfslab"))
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "lab.json").write_text(json.dumps(lab))
+    (tmp_path / "local" / "inventory.json").write_text(json.dumps({"lab": "local", "clients": ["cli0"]}))
+    monkeypatch.setattr(state, "BUILD_DIR", tmp_path)
+    monkeypatch.delenv("PFSLAB_RUN_DIR", raising=False)
+    monkeypatch.setattr(calibration, "which", lambda *a, **k: "/usr/bin/fio")
+    bench = calibration._Bench.of("local")
+    assert bench.scratch_root == f"/mnt/pfslab/local-{lab['instance']['checkout']}/pfslab-bench"
