@@ -70,6 +70,19 @@ def login(lab: dict[str, Any]) -> str:
     return str(next((n["name"] for n in listed if is_client(n)), listed[0]["name"]))
 
 
+def _exposure(lab: dict[str, Any], target: str) -> str:
+    """Which nodes the kit's machine reaches directly: ``all``, ``login`` (the others only
+    through it) or ``none`` (cloud nodes without a public address). Cloud targets state it
+    (``public_ip``); existing hosts behind a login node name its ``login_address``; any
+    other lab's nodes are reached as they are."""
+    settings = lab.get("targets", {}).get(target, {})
+    if "public_ip" in settings:
+        return str(settings["public_ip"])
+    if target == "baremetal" and settings.get("login_address"):
+        return "login"
+    return "none"
+
+
 def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     """The layout of a resolved lab (defaults filled in) on ``target`` (default: its own)."""
     target = target or lab["target"]
@@ -97,8 +110,7 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     ]
     names = [n["name"] for n in out]
     entry = login(lab)
-    # Only cloud targets state public_ip; elsewhere the kit reaches nodes as they are.
-    exposure = lab.get("targets", {}).get(target, {}).get("public_ip", "none")
+    exposure = _exposure(lab, target)
     public = {"all": names, "login": [entry], "none": []}[exposure]
     return {
         "target": target,

@@ -16,6 +16,10 @@ module "plan" {
 locals {
   baremetal = module.plan.lab.targets.baremetal
   maas      = [for name, m in module.plan.machines : name if m.kind != "host"]
+  # Hosts behind a login node: the kit reaches the login node at login_address and the
+  # others through it (the plan's ssh_jump); a key of the user's (ssh_key) or the lab's own.
+  login_address = lookup(local.baremetal, "login_address", null)
+  ssh_key       = lookup(local.baremetal, "ssh_key", null) == null ? "${var.state_root}/ssh/id_ed25519" : (startswith(local.baremetal.ssh_key, "/") ? local.baremetal.ssh_key : "${var.kit_root}/${local.baremetal.ssh_key}")
 }
 
 # A host of the lab: replaced (its boot script run again by the kit) when its
@@ -40,8 +44,8 @@ resource "terraform_data" "host" {
 output "inventory" {
   description = "The running lab, for ReFrame and the kit's scripts (written to build/<lab>/inventory.json): the local lab's shape plus SSH addresses."
   value = merge(module.plan.inventory, {
-    nodes        = [for n in module.plan.inventory.nodes : merge(n, { ssh_address = n.address })]
-    ssh          = { user = local.baremetal.ssh_user, key = "${var.state_root}/ssh/id_ed25519", known_hosts = "${var.state_root}/ssh/known_hosts" }
+    nodes        = [for n in module.plan.inventory.nodes : merge(n, { ssh_address = n.name == module.plan.inventory.login && local.login_address != null ? local.login_address : n.address })]
+    ssh          = { user = local.baremetal.ssh_user, key = local.ssh_key, known_hosts = "${var.state_root}/ssh/known_hosts" }
     cluster_path = module.plan.nodes[module.plan.inventory.nodes[0].name].paths.cluster
     phases       = [for p in module.plan.phases : values(p)]
     baremetal = {

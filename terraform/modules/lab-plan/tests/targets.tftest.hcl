@@ -180,15 +180,16 @@ run "only_the_login_node_is_public_by_default" {
     source = "./tests/matrix"
   }
 
-  # No shipped cloud lab states public_ip: each gets the default, one way in.
+  # No shipped cloud lab states public_ip: each gets the default, one way in; existing
+  # hosts behind a login node (login_address) are reached the same way.
   assert {
-    condition     = alltrue([for k, p in output.plans : jsonencode(p.public) == jsonencode(contains(["aws", "azure"], p.target) ? [p.inventory.login] : [])])
-    error_message = "Only the login node of a cloud lab gets a public address: ${jsonencode({ for k, p in output.plans : k => p.public })}."
+    condition     = alltrue([for k, p in output.plans : jsonencode(p.public) == jsonencode(contains(["aws", "azure"], p.target) || p.behind_login ? [p.inventory.login] : [])])
+    error_message = "Only the login node of a cloud lab, or of hosts behind a login node, gets a public address: ${jsonencode({ for k, p in output.plans : k => p.public })}."
   }
 
   assert {
-    condition     = alltrue(flatten([for k, p in output.plans : [for n in p.inventory.nodes : n.ssh_jump == (contains(["aws", "azure"], p.target) && n.name != p.inventory.login ? p.inventory.login : null)]]))
-    error_message = "Every other node of a cloud lab is reached through the login node (ssh_jump); nodes elsewhere directly."
+    condition     = alltrue(flatten([for k, p in output.plans : [for n in p.inventory.nodes : n.ssh_jump == ((contains(["aws", "azure"], p.target) || p.behind_login) && n.name != p.inventory.login ? p.inventory.login : null)]]))
+    error_message = "Every other node of a cloud lab, or of hosts behind a login node, is reached through the login node (ssh_jump); nodes elsewhere directly."
   }
 
   assert {

@@ -38,18 +38,20 @@ output "plans" {
   description = "Per lab/target, what the tests check."
   value = {
     for k, m in module.plan : k => {
-      target     = m.target
-      mapped     = local.pairs[k].mapped
-      problems   = m.problems
-      nodes      = length(m.nodes)
-      addresses  = [for n in m.inventory.nodes : n.address]
-      user_data  = m.user_data
-      boot_steps = m.boot_steps
-      machines   = m.machines
-      tags       = m.tags
-      configs    = { for name, c in m.node_configs : name => jsondecode(c) }
-      inventory  = m.inventory
-      public     = m.public_nodes
+      target = m.target
+      # Existing hosts behind a login node (targets.baremetal.login_address).
+      behind_login = m.target == "baremetal" && try(m.lab.targets.baremetal.login_address, null) != null
+      mapped       = local.pairs[k].mapped
+      problems     = m.problems
+      nodes        = length(m.nodes)
+      addresses    = [for n in m.inventory.nodes : n.address]
+      user_data    = m.user_data
+      boot_steps   = m.boot_steps
+      machines     = m.machines
+      tags         = m.tags
+      configs      = { for name, c in m.node_configs : name => jsondecode(c) }
+      inventory    = m.inventory
+      public       = m.public_nodes
     }
   }
 }
