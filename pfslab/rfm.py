@@ -24,6 +24,7 @@ from reframe.core.exceptions import SanityError
 from reframe.utility import typecheck as typ
 
 from pfslab import KIT_ROOT, labs, state, thresholds, workloads
+from pfslab import launcher as launcher_of
 from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
 from pfslab.results import Operation, ParseError, ParseResult
@@ -152,9 +153,10 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         mount = self.lab["filesystem"]["mount"]
         scratch = self.scratch_root or f"{mount}/{labs.setting(self.lab, 'benchmark.scratch')}"
         scratch_dir = f"{scratch}/{case.workload}-t{case.threads}-{uuid.uuid4().hex[:8]}"
-        # A provisioned lab's inventory carries its launcher; a dry run takes the lab
-        # file's, so the job scripts export what the real run would (RSH, MCA settings).
-        launcher = (inventory or {}).get("launcher") or self.lab.get("launcher", {})
+        # A provisioned lab's inventory carries its launcher; a dry run takes the one its
+        # plan would give it, so the job scripts export what the real run would (RSH,
+        # MCA settings; a remote lab's login node launching over scripts/lab-rsh).
+        launcher = (inventory or {}).get("launcher") or launcher_of.for_dry_run(self.lab)
         ctx = workloads.Context(
             clients=clients,
             scratch_dir=scratch_dir,

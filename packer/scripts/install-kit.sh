@@ -4,10 +4,14 @@
 # cloud-init and jq, and write /etc/pfslab/image.json.
 #
 # Environment: PFSLAB_IMAGE_JSON (the build's facts, JSON, from builds.pkr.hcl).
+#
+#   install-kit.sh sync DIGEST    only unpack and verify (PFSLAB_KIT_ARCHIVE): how lab-up
+#                                 brings a login node's kit in step with the checkout
+#                                 (scripts/lib/login.sh), with the same checks.
 set -euo pipefail
 
-ARCHIVE=/tmp/pfslab-kit.tar.gz
-KIT=/opt/pfslab
+ARCHIVE=${PFSLAB_KIT_ARCHIVE:-/tmp/pfslab-kit.tar.gz}
+KIT=${KIT:-/opt/pfslab}
 IMAGE_JSON=/etc/pfslab/image.json
 
 fail() {
@@ -44,6 +48,12 @@ verify() {
 
 main() {
   local digest
+  if [[ ${1:-} == sync ]]; then
+    [[ -n ${2:-} ]] || fail "usage: install-kit.sh sync DIGEST"
+    unpack
+    verify "$2"
+    return 0
+  fi
   [[ -n ${PFSLAB_IMAGE_JSON:-} ]] || fail "PFSLAB_IMAGE_JSON is not set"
   unpack
   # The kit's own package helper from here on (apt or dnf, lists refreshed on demand).

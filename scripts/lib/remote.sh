@@ -14,6 +14,8 @@
 
 # shellcheck source=scripts/lib/cluster-files.sh
 source "$PFSLAB_ROOT/scripts/lib/cluster-files.sh"
+# shellcheck source=scripts/lib/login.sh
+source "$PFSLAB_ROOT/scripts/lib/login.sh"
 
 REMOTE_BUILD=${PFSLAB_BUILD:-$PFSLAB_ROOT/build}
 REMOTE_ROOT=${PFSLAB_REMOTE_ROOT:-/opt/pfslab}
@@ -31,28 +33,36 @@ remote_opts() { printf '%s\n' -F "$(remote_dir "$1")/ssh/config"; }
 # A node is reached by its name; the lab's SSH config says where and how.
 remote_target() { printf '%s\n' "$2"; }
 
-# build/<lab>/ssh/config, from the inventory: per node its SSH address, user and the
-# lab's key only (IdentitiesOnly); the nodes without a public address through the login
-# node (ProxyJump); host keys checked under the node's name (HostKeyAlias), strictly
-# once known_hosts has them (pinned from the cloud's console by remote_pin_host_keys),
-# trusted on first use otherwise. The lab address is an alias too: scripts/preflight
-# and job scripts reach nodes by it.
-remote_ssh_config() {
-  local lab=$1 dir known
-  dir=$(remote_dir "$lab")/ssh
-  mkdir -p "$dir"
-  chmod 700 "$dir"
-  known=""
-  [[ ! -s $dir/known_hosts ]] || known=$(awk '{print $1}' "$dir/known_hosts" | sort -u | tr '\n' ' ')
-  # Created private: the config names the key and the lab's inner addresses.
-  : >"$dir/config"
-  chmod 600 "$dir/config"
-  jq -r --arg d "$dir" --arg known " $known" '(.ssh.user // "root") as $u | (.nodes[] | .name as $n |
+# An SSH config for a lab's nodes, from an inventory: per node its SSH address, user
+# and the lab's key only (IdentitiesOnly); the nodes without a public address through
+# the login node (ProxyJump); host keys checked under the node's name (HostKeyAlias),
+# strictly once known_hosts has them (pinned from the cloud's console by
+# remote_pin_host_keys), trusted on first use otherwise. The lab address is an alias
+# too: scripts/preflight and job scripts reach nodes by it.
+# Usage: ssh_config_text INVENTORY SSH_DIR KNOWN_HOSTS_NOW
+#   SSH_DIR is where the config, its known_hosts and (by default) its key live on the
+#   machine that uses it; KNOWN_HOSTS_NOW is the known_hosts file to read here.
+ssh_config_text() {
+  local inv=$1 dir=$2 known_file=$3 known=""
+  [[ ! -s $known_file ]] || known=$(awk '{print $1}' "$known_file" | sort -u | tr '\n' ' ')
+  jq -r --arg d "$dir" --arg known " $known" '(.ssh.user // "root") as $u | (.ssh.key // "\($d)/id_ed25519") as $k | (.nodes[] | .name as $n |
     "Host \(.name) \(.address)\n  HostName \(.ssh_address // .address)\n  User \($u)\n  HostKeyAlias \(.name)\n" +
     (if .ssh_jump then "  ProxyJump \(.ssh_jump)\n" else "" end) +
     "  StrictHostKeyChecking \(if ($known | contains(" \($n) ")) then "yes" else "accept-new" end)\n"),
-    "Host *\n  IdentityFile \($d)/id_ed25519\n  IdentitiesOnly yes\n  UserKnownHostsFile \($d)/known_hosts\n  GlobalKnownHostsFile /dev/null\n  BatchMode yes\n  PasswordAuthentication no\n  KbdInteractiveAuthentication no\n  ForwardAgent no\n  ForwardX11 no\n  ControlMaster no\n  ConnectTimeout 15\n  ServerAliveInterval 15"' \
-    "$(remote_inv "$lab")" >>"$dir/config"
+    "Host *\n  IdentityFile \($k)\n  IdentitiesOnly yes\n  UserKnownHostsFile \($d)/known_hosts\n  GlobalKnownHostsFile /dev/null\n  BatchMode yes\n  PasswordAuthentication no\n  KbdInteractiveAuthentication no\n  ForwardAgent no\n  ForwardX11 no\n  ControlMaster no\n  ConnectTimeout 15\n  ServerAliveInterval 15\n  ServerAliveCountMax 3"' "$inv"
+}
+
+# build/<lab>/ssh/config, the kit machine's way in: the key the inventory names
+# (targets.baremetal.ssh_key, else the lab's own build/<lab>/ssh/id_ed25519).
+remote_ssh_config() {
+  local lab=$1 dir
+  dir=$(remote_dir "$lab")/ssh
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  # Created private: the config names the key and the lab's inner addresses.
+  : >"$dir/config"
+  chmod 600 "$dir/config"
+  ssh_config_text "$(remote_inv "$lab")" "$dir" "$dir/known_hosts" >>"$dir/config"
 }
 
 # The host keys a node's first boot printed on its console (cloud-init's "BEGIN SSH HOST
@@ -91,6 +101,78 @@ remote_ssh() {
   local opts
   mapfile -t opts < <(remote_opts "$lab")
   ssh -n "${opts[@]}" "$(remote_target "$lab" "$node")" "$@"
+}
+
+# remote_ssh_in LAB NODE COMMAND: the same, with this command's stdin passed on.
+remote_ssh_in() {
+  local lab=$1 node=$2
+  shift 2
+  local opts
+  mapfile -t opts < <(remote_opts "$lab")
+  # shellcheck disable=SC2029 # the command is meant to run on the node
+  ssh "${opts[@]}" "$(remote_target "$lab" "$node")" "$@"
+}
+
+# ---- reaching the nodes: every failure named, with what to do ---------------------
+
+remote_addr() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_address // .address' "$(remote_inv "$1")"; }
+remote_jump() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_jump // empty' "$(remote_inv "$1")"; }
+
+# One line saying why ssh to a node failed and what to do, from ssh's own messages.
+# Usage: remote_diagnose LAB NODE SSH_OUTPUT
+remote_diagnose() {
+  local lab=$1 node=$2 out=$3 addr jump key user where again
+  addr=$(remote_addr "$lab" "$node")
+  jump=$(remote_jump "$lab" "$node")
+  key=$(jq -r --arg d "$(remote_dir "$lab")/ssh" '.ssh.key // "\($d)/id_ed25519"' "$(remote_inv "$lab")")
+  user=$(jq -r '.ssh.user // "root"' "$(remote_inv "$lab")")
+  where="host $node ($addr${jump:+, through $jump})"
+  again="then run 'make lab-up LAB=$lab' again (it resumes)"
+  case $out in
+    *"REMOTE HOST IDENTIFICATION HAS CHANGED"* | *"Host key verification failed"*)
+      echo "$where: its SSH host key is not the one recorded in $(remote_dir "$lab")/ssh/known_hosts (reinstalled, or another machine at that address); if that is expected, remove the old key with 'ssh-keygen -R $node -f $(remote_dir "$lab")/ssh/known_hosts', $again" ;;
+    *"Permission denied"*)
+      echo "$where refuses the lab's key $key for $user (Permission denied): authorise ${key}.pub in ~$user/.ssh/authorized_keys on it, $again" ;;
+    *"timed out"* | *"No route to host"* | *"Network is unreachable"* | *"Could not resolve"*)
+      echo "$where does not answer (${out##*: }): is it powered on and on the network? Bring it back, $again" ;;
+    *"Connection refused"* | *"connect failed"* | *"open failed"*)
+      echo "$where: nothing accepts SSH connections on port 22 (connection refused: its sshd is not running); start sshd on it, $again" ;;
+    *"closed by"* | *"Connection reset"* | *"Broken pipe"* | *"timeout"*)
+      echo "$where closed the SSH connection (restarting or shutting down?); when it answers again, $again" ;;
+    *)
+      echo "$where cannot be reached over SSH ($(tail -n 1 <<<"$out")); $again" ;;
+  esac
+}
+
+# Fail with that line unless NODE answers over SSH.
+remote_reach() {
+  local lab=$1 node=$2 out
+  out=$(remote_ssh "$lab" "$node" true 2>&1) && return 0
+  die "$(remote_diagnose "$lab" "$node" "$out")"
+}
+
+# Every node answers: the nodes reached directly first (the login node), so a login
+# node that is down is named as such, not as every node behind it.
+remote_reach_all() {
+  local lab=$1 node key
+  key=$(jq -r '.ssh.key // empty' "$(remote_inv "$lab")")
+  [[ -z $key || -r $key ]] || die "lab $lab: its SSH key $key (targets.baremetal.ssh_key) does not exist or cannot be read"
+  for node in $(jq -r '.nodes | map(select(.ssh_jump == null)) + map(select(.ssh_jump != null)) | .[].name' "$(remote_inv "$lab")"); do
+    remote_reach "$lab" "$node"
+  done
+  log "every node of lab $lab answers over SSH"
+}
+
+# A step that failed on a node: ssh's own failure (255) means the node went away in the
+# middle (restarted, powered off): named as such, not as the step's fault.
+# Usage: remote_step_failed LAB NODE STATUS WHAT
+remote_step_failed() {
+  local lab=$1 node=$2 rc=$3 what=$4 out
+  if ((rc == 255)); then
+    out=$(remote_ssh "$lab" "$node" true 2>&1) || die "lost $node during $what: $(remote_diagnose "$lab" "$node" "$out")"
+    die "the SSH connection to $node broke during $what (it answers again now: restarted?); run 'make lab-up LAB=$lab' again (it resumes)"
+  fi
+  die "$what failed on $node of lab $lab (exit status $rc; its output is above); fix it, then run 'make lab-up LAB=$lab' again"
 }
 
 # A role step on a node, with its node config: remote_role LAB NODE FAMILY ACTION COMPONENT
@@ -142,13 +224,15 @@ remote_wait_boot() {
 # Existing hosts get the first boot their user-data would have run, as a script over SSH.
 remote_boot_hosts() {
   local lab=$1 node script opts
+  [[ -n $(remote_hosts "$lab") ]] || return 0
+  remote_reach_all "$lab"
   mapfile -t opts < <(remote_opts "$lab")
   for node in $(remote_hosts "$lab"); do
     script=$(remote_dir "$lab")/boot/$node.sh
     [[ -s $script ]] || die "no first-boot script for host $node ($script); run 'make lab-up LAB=$lab' again"
     log "first boot of existing host $node"
     ssh "${opts[@]}" "$(remote_target "$lab" "$node")" sh -s <"$script" >&2 ||
-      die "the first-boot script failed on host $node of lab $lab (output above)"
+      remote_step_failed "$lab" "$node" $? "its first-boot script"
     remote_tofu_note "$lab" "$node"
   done
 }
@@ -200,7 +284,7 @@ remote_start_phases() {
       [[ -n $node ]] || continue
       log "phase $i: $role up on $node"
       remote_role "$lab" "$node" "${role%%-*}" up "${role#*-}" >&2 ||
-        die "$role failed to start on $node of lab $lab (phase $i); its output is above"
+        remote_step_failed "$lab" "$node" $? "$role up (phase $i)"
     done < <(jq -r --argjson i "$i" '.phases[$i][] | "\(.node) \(.role)"' "$inv")
   done
 }
@@ -236,5 +320,6 @@ remote_up() {
   remote_boot_hosts "$lab"
   remote_copy_cluster "$lab"
   remote_start_phases "$lab"
-  remote_preflight "$lab"
+  remote_preflight "$lab" || die "lab $lab failed its preflight (the FAIL lines above); fix them, then run 'make lab-up LAB=$lab' again"
+  login_setup "$lab"
 }

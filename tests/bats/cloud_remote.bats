@@ -21,6 +21,7 @@ setup() {
       {name: "cli0", group: "cli", roles: ["ceph-client"], address: "10.21.0.12", ssh_address: "198.51.100.12", ssh_jump: null}],
     phases: [[{node: "mon0", role: "ceph-mon"}], [{node: "mon0", role: "ceph-mgr"}], [{node: "osd0", role: "ceph-osd"}], [], [{node: "cli0", role: "ceph-client"}]]}' \
     >"$LAB/inventory.json"
+  jq -n '{name: "aws-cephfs", instance: {id: "aws-cephfs-0123abcd"}, benchmark: {}}' >"$LAB/lab.json"
   shim ssh '
 cmd=${!#}
 case $cmd in
@@ -39,7 +40,7 @@ printf "%s\r\n" "[   12.3] cloud-init[812]: Cloud-init v. 22.4.2 running modules
 }
 
 remote_up() {
-  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" "$KIT/scripts/remote-up" "$@"
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" "$KIT/scripts/remote-up" "$@"
 }
 
 @test "remote-up: wait for every first boot, copy the cluster files, start phase by phase, preflight" {
@@ -150,7 +151,7 @@ case ${!#} in
 esac'
   remote_up aws-cephfs
   assert_failure 2
-  assert_line "[remote] error: ceph-osd failed to start on osd0 of lab aws-cephfs (phase 2); its output is above"
+  assert_line "[remote] error: ceph-osd up (phase 2) failed on osd0 of lab aws-cephfs (exit status 2; its output is above); fix it, then run 'make lab-up LAB=aws-cephfs' again"
   [ -z "$(calls ssh | grep 'ceph up client')" ]
 }
 
@@ -187,4 +188,81 @@ esac'
   remote_up nope
   assert_failure 2
   assert_output "[remote] error: lab nope has no inventory ($BUILD/nope/inventory.json); run 'make lab-up LAB=nope'"
+}
+
+@test "remote-up ends by making the login node ready to launch benchmarks: inner key, inside view, strict host keys" {
+  # The login node's side: the inner key's public half, and what it is sent on stdin kept.
+  shim ssh '
+cmd=${!#}
+case $cmd in
+  "cloud-init status") echo "status: done" ;;
+  *"cat '"'"'/opt/pfslab/build/aws-cephfs/ssh/id_ed25519.pub'"'"'"*) echo "ssh-ed25519 AAAAinner pfslab-inner lab=aws-cephfs instance=aws-cephfs-0123abcd" ;;
+  *"tar -C '"'"'/opt/pfslab/build'"'"' -xf -"*) mkdir -p "$SHIM_STATE/shipped" && tar -C "$SHIM_STATE/shipped" -xf - ;;
+esac'
+  remote_up aws-cephfs
+  assert_success
+  assert_line "[remote] the lab's inner key (made on cli0, never copied off it) is authorised on every node for 10.21.0.12 only"
+  # Made on the login node, never sent anywhere.
+  assert_equal "$(calls ssh | grep -c 'ssh-keygen')" 1
+  calls ssh | grep 'ssh-keygen' | grep -q -- " cli0 "
+  # Authorised on each node for connections from the login node's lab address only.
+  for n in mon0 osd0 cli0; do
+    calls ssh | grep -- " $n " | grep -qF 'from="10.21.0.12",no-agent-forwarding,no-port-forwarding,no-X11-forwarding ssh-ed25519 AAAAinner pfslab-inner lab=aws-cephfs instance=aws-cephfs-0123abcd'
+  done
+  # The inside view: every node at its lab address, no jump, the inner key; host keys strict.
+  S=$SHIM_STATE/shipped
+  assert_equal "$(cat "$S/active-lab")" aws-cephfs
+  assert_equal "$(jq -c '[.nodes[] | [.ssh_address == .address, .ssh_jump]] | unique' "$S/aws-cephfs/inventory.json")" '[[true,null]]'
+  assert_equal "$(jq -r '.inside, .ssh.key' "$S/aws-cephfs/inventory.json" | tr '\n' ' ')" "cli0 /opt/pfslab/build/aws-cephfs/ssh/id_ed25519 "
+  run grep -c ProxyJump "$S/aws-cephfs/ssh/config"
+  assert_output 0
+  grep -q 'IdentityFile /opt/pfslab/build/aws-cephfs/ssh/id_ed25519' "$S/aws-cephfs/ssh/config"
+  # Pinned from the consoles: every node strict from inside too.
+  assert_equal "$(grep -c 'StrictHostKeyChecking yes' "$S/aws-cephfs/ssh/config")" 3
+  assert_equal "$(stat -c %a "$S/aws-cephfs/ssh")" 700
+  [ -z "$(find "$S" -name 'id_ed25519*')" ]
+}
+
+# Each way a host can fail to let the kit in, as ssh reports it: one line naming the
+# host, its address (and jump) and what to do.
+@test "existing hosts that cannot be reached: sshd down, key refused, host key changed, no answer" {
+  jq '.target = "baremetal" | del(.aws) | .baremetal = {hosts: {mon0: "10.21.0.10", osd0: "10.21.0.11", cli0: "10.21.0.12"}} | .ssh.key = "'"$LAB"'/ssh/id_ed25519"' \
+    "$LAB/inventory.json" >"$LAB/inv" && mv "$LAB/inv" "$LAB/inventory.json"
+  mkdir -p "$LAB/boot"
+  for n in mon0 osd0 cli0; do printf '#!/bin/sh\n' >"$LAB/boot/$n.sh"; done
+  declare -A said=(
+    ["channel 0: open failed: connect failed: Connection refused
+stdio forwarding failed
+Connection closed by UNKNOWN port 65535"]="host osd0 (10.21.0.11, through cli0): nothing accepts SSH connections on port 22 (connection refused: its sshd is not running); start sshd on it, then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+    ["root@10.21.0.11: Permission denied (publickey)."]="host osd0 (10.21.0.11, through cli0) refuses the lab's key $LAB/ssh/id_ed25519 for root (Permission denied): authorise $LAB/ssh/id_ed25519.pub in ~root/.ssh/authorized_keys on it, then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+    ["@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
+@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @
+Host key verification failed."]="host osd0 (10.21.0.11, through cli0): its SSH host key is not the one recorded in $LAB/ssh/known_hosts (reinstalled, or another machine at that address); if that is expected, remove the old key with 'ssh-keygen -R osd0 -f $LAB/ssh/known_hosts', then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+    ["channel 0: open failed: connect failed: No route to host"]="host osd0 (10.21.0.11, through cli0) does not answer (No route to host): is it powered on and on the network? Bring it back, then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+  )
+  for err in "${!said[@]}"; do
+    printf '%s\n' "$err" >"$BATS_TEST_TMPDIR/err"
+    shim ssh '[[ $* == *" osd0 "* ]] && { cat "'"$BATS_TEST_TMPDIR/err"'" >&2; exit 255; }; exit 0'
+    remote_up aws-cephfs
+    assert_failure 2
+    assert_output --partial "[remote] error: ${said[$err]}"
+    # Nothing was started on any host: the check comes before the first boot.
+    [ -z "$(calls ssh | grep 'sh -s$')" ]
+  done
+}
+
+@test "a host that goes away in the middle of a step is named as such, not the step" {
+  jq '.target = "baremetal" | del(.aws) | .baremetal = {hosts: {mon0: "10.21.0.10", osd0: "10.21.0.11", cli0: "10.21.0.12"}}' \
+    "$LAB/inventory.json" >"$LAB/inv" && mv "$LAB/inv" "$LAB/inventory.json"
+  mkdir -p "$LAB/boot"
+  for n in mon0 osd0 cli0; do printf '#!/bin/sh\n' >"$LAB/boot/$n.sh"; done
+  # osd0 restarts while its OSD starts: the step's connection breaks, then osd0 refuses.
+  shim ssh '
+[[ $* == *" osd0 "*"ceph up osd" ]] && { echo "Connection to 10.21.0.11 closed by remote host." >&2; : >"$SHIM_STATE/osd0-down"; exit 255; }
+[[ $* == *" osd0 "* && -e $SHIM_STATE/osd0-down ]] && { echo "channel 0: open failed: connect failed: Connection refused" >&2; exit 255; }
+exit 0'
+  remote_up aws-cephfs
+  assert_failure 2
+  assert_output --partial "[remote] error: lost osd0 during ceph-osd up (phase 2): host osd0 (10.21.0.11, through cli0): nothing accepts SSH connections on port 22"
+  [ -z "$(calls ssh | grep 'ceph up client')" ]
 }

@@ -427,5 +427,19 @@ def test_a_reproduction_without_workloads_runs_the_seeds_commands_with_its_own_s
     assert command[:3] == ["mpirun", "-np", "512"]
     script = (job.stage / "rfm_job.sh").read_text()
     # The lab file's launcher environment reaches the job, as the inventory's does on a real run.
-    assert "export RSH=ssh" in script.splitlines()
+    # The kit's remote shell from the login node (registry/launcher.json) replaces the seed's plain ssh.
+    assert "export RSH=/opt/pfslab/scripts/lab-rsh" in script.splitlines()
     assert "export OMPI_MCA_pml=ucx" in script.splitlines()
+
+
+def test_remote_jobs_start_ranks_from_the_login_node_over_the_labs_own_ssh(remote_dry_runs: dict[str, DryRun]) -> None:
+    """registry/launcher.json reaches every remote lab's job scripts (as the lab plan puts
+    it in the inventory for real runs): ranks over scripts/lab-rsh, on the lab's subnet."""
+    assert remote_dry_runs
+    for name, run in remote_dry_runs.items():
+        subnet = labs.load(name)["network"]["subnet"]
+        for job in run.jobs.values():
+            lines = job.file("rfm_job.sh").splitlines()
+            assert "export OMPI_MCA_plm_rsh_agent=/opt/pfslab/scripts/lab-rsh" in lines, job.case
+            assert "export OMPI_MCA_plm_rsh_no_tree_spawn=1" in lines, job.case
+            assert f"export OMPI_MCA_btl_tcp_if_include={subnet}" in lines, job.case

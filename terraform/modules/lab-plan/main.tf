@@ -117,8 +117,20 @@ locals {
       name     = n.name, group = n.group, roles = n.roles, address = local.nodes[n.name].address,
       ssh_jump = lookup(local.layout.ssh_jump, n.name, null)
     }]
-    clients  = local.clients
-    login    = local.layout.login
-    launcher = try(local.lab.launcher, {})
+    clients = local.clients
+    login   = local.layout.login
+    # Through JSON: the two launchers have different shapes.
+    launcher = jsondecode(local.target == "local" ? jsonencode(try(local.lab.launcher, {})) : jsonencode(local.remote_launcher))
   }
+
+  # A remote lab's benchmarks are launched on its login node (registry/launcher.json
+  # says how and why). IOzone's children find the master by its host name, as in the
+  # seeds' runs (the first boot puts every node's name in /etc/hosts): no -+h.
+  launcher_registry = jsondecode(file("${path.module}/../../../registry/launcher.json")).remote
+  remote_launcher = merge(try(local.lab.launcher, {}), {
+    env = merge(try(local.lab.launcher.env, {}), {
+      for k, v in local.launcher_registry.env : k => replace(replace(v, "{kit}", var.node_kit_root), "{subnet}", local.lab.network.subnet)
+    })
+    rsh = replace(local.launcher_registry.rsh, "{kit}", var.node_kit_root)
+  })
 }

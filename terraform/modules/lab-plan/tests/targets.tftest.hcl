@@ -197,3 +197,29 @@ run "only_the_login_node_is_public_by_default" {
     error_message = "The login node is the first client by default."
   }
 }
+
+run "remote_labs_launch_from_their_login_node" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  # mpirun's daemons and IOzone's children are started over the lab's own ssh wrapper,
+  # only from the login node, and talk over the lab's subnet; IOzone's children find the
+  # master by its name, as in the seeds' runs. The local lab keeps its own launcher.
+  assert {
+    condition     = alltrue([for k, p in output.plans : p.inventory.launcher.env.OMPI_MCA_plm_rsh_agent == "/opt/pfslab/scripts/lab-rsh" && p.inventory.launcher.env.RSH == "/opt/pfslab/scripts/lab-rsh" && p.inventory.launcher.env.OMPI_MCA_plm_rsh_no_tree_spawn == "1" && p.inventory.launcher.env.OMPI_MCA_btl_tcp_if_include == p.subnet && !can(p.inventory.launcher.master_address) if p.target != "local"])
+    error_message = "Every remote plan's launcher must start ranks with scripts/lab-rsh from its login node over the lab subnet."
+  }
+
+  assert {
+    condition     = alltrue([for k, p in output.plans : startswith(p.inventory.launcher.mpirun, "mpirun") if p.target != "local" && can(p.inventory.launcher.mpirun)])
+    error_message = "A remote plan keeps the lab's own mpirun line."
+  }
+
+  assert {
+    condition     = alltrue([for k, p in output.plans : !can(p.inventory.launcher.env.OMPI_MCA_plm_rsh_agent) if p.target == "local"])
+    error_message = "The local plan's launcher comes from the local adapter (nsrsh), not the remote one."
+  }
+}

@@ -52,6 +52,7 @@ output "plans" {
       configs      = { for name, c in m.node_configs : name => jsondecode(c) }
       inventory    = m.inventory
       public       = m.public_nodes
+      subnet       = m.lab.network.subnet
     }
   }
 }
