@@ -33,7 +33,7 @@ PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab
+.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-remote
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -141,3 +141,6 @@ test-images: ## The qemu image for real: build + boot (root, Debian mirror; abou
 
 test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down; two checkouts side by side (root; CI runs it)
 	bats tests/lab
+
+test-remote: ## The remote path for real on hosts of this machine: faults named, lab-up, bench from the login host, report, lab-down, hosts-down (root; CI runs it)
+	timeout 1800 bats tests/remote

@@ -16,7 +16,8 @@
 #     and this checkout's instance, and removed again by lab-down.
 # Runs are started there (scripts/bench) and brought home whole to build/runs/<lab>/.
 
-login_node() { jq -r '.login // .clients[0]' "$(remote_inv "$1")"; }
+# The lab's login node; nothing for a lab without clients (nothing to benchmark from).
+login_node() { jq -r '.login // .clients[0] // empty' "$(remote_inv "$1")"; }
 login_root() { echo "$REMOTE_ROOT/build/$1"; }
 
 # The mark of this lab instance's inner key in authorized_keys.
@@ -103,6 +104,10 @@ login_check() {
 # The login node ready to launch benchmarks: the kit, the inner key, the lab's state.
 login_setup() {
   local lab=$1
+  if [[ -z $(login_node "$lab") ]]; then
+    log "lab $lab has no client node: no login node to launch benchmarks from"
+    return 0
+  fi
   login_kit "$lab"
   login_inner_key "$lab"
   login_ship_state "$lab"
@@ -117,6 +122,7 @@ login_calibrate() {
   [[ $(lab_field "$lab" benchmark.calibrate) == true ]] || return 0
   [[ -z $force && -s $file ]] && { log "calibration of lab $lab kept from $(jq -r .measured_at "$file") ('make calibrate' runs it again)"; return 0; }
   login=$(login_node "$lab")
+  [[ -n $login ]] || die "lab $lab has no client node to calibrate through"
   log "calibrating lab $lab from its login node $login: fio probes through its first client (reframe/references/policy.yaml)"
   remote_ssh "$lab" "$login" "cd '$REMOTE_ROOT' && PFSLAB_LAB=$lab .venv/bin/pfslab calibrate $lab" 2>&1 | sed 's/^/[lab] /' >&2
   [[ ${PIPESTATUS[0]} -eq 0 ]] || die "the calibration of lab $lab failed on its login node $login (lines above)"
@@ -215,5 +221,6 @@ login_fetch_run() {
 remote_stop_bench() {
   local lab=$1 login
   login=$(login_node "$lab")
+  [[ -n $login ]] || return 0
   remote_ssh "$lab" "$login" "test -x '$REMOTE_ROOT/scripts/lab' && cd '$REMOTE_ROOT' && scripts/lab stop-bench $lab" >&2 2>/dev/null || true
 }

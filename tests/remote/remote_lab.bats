@@ -1,0 +1,181 @@
+#!/usr/bin/env bats
+# The remote path for real, on hosts of this machine (scripts/hosts: system containers,
+# each its own network, mount, UTS and PID namespace, an sshd that takes only the lab's
+# key, only the login host reachable from here): the faults bring-up must name, a
+# lab-up that resumes after a host restarted in the middle, a bench launched from the
+# login host across the client hosts and brought home, its report, a client host that
+# dies during a bench, lab-down (hosts as found), hosts-down (nothing left).
+# `make test-remote` (and .ci/run) runs it; it needs root, mmdebstrap and a Debian
+# mirror (the hosts' images are built from the kit's image recipe on first use).
+# The tests run in order and share the hosts; teardown_file takes everything down.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+LAB=hosts-cephfs
+
+setup_file() {
+  [[ $(id -u) -eq 0 ]] || skip "the hosts need root (namespaces, loop devices)"
+  [[ -x $REPO/scripts/hosts ]] || skip "scripts/hosts is missing"
+  command -v mmdebstrap >/dev/null || skip "mmdebstrap is missing (make deps installs it)"
+  if [[ -s $REPO/build/active-lab ]]; then
+    echo "# lab $(cat "$REPO/build/active-lab") is up in $REPO; this test brings up its own and refuses to share" >&3
+    return 1
+  fi
+  timed "hosts-up" make -C "$REPO" --no-print-directory hosts-up HOSTS="$LAB" >&3 2>&1
+}
+
+teardown_file() {
+  [[ $(id -u) -eq 0 && -x $REPO/scripts/hosts ]] || return 0
+  "$REPO/scripts/lab" down "$LAB" >/dev/null 2>&1 || true
+  "$REPO/scripts/hosts" down "$LAB" >/dev/null 2>&1 || true
+}
+
+# Run a command and say how long it took (the closing notes quote these lines).
+timed() {
+  local what=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  echo "# timing: $what $((SECONDS - start)) s (exit $rc)" >&3
+  return "$rc"
+}
+
+hosts_exec() { "$REPO/scripts/hosts" exec "$LAB" "$@"; }
+resolved() { "$REPO/.venv/bin/pfslab" lab show "$LAB" | jq -r "$1"; }
+lab_up() { run timed "$1" make -C "$REPO" --no-print-directory lab-up LAB="$LAB"; }
+
+@test "from this machine only the login host's SSH answers; the other hosts' addresses do not" {
+  local login other
+  login=$(resolved .targets.baremetal.login_address)
+  run timeout 5 bash -c "exec 3<>/dev/tcp/$login/22 && head -c 4 <&3"
+  assert_success
+  assert_output "SSH-"
+  for other in $(resolved '.targets.baremetal.hosts | to_entries[] | .value'); do
+    run timeout 5 bash -c "exec 3<>/dev/tcp/$other/22"
+    assert_failure
+  done
+}
+
+@test "a host that refuses the lab's key: one line naming it and the key, nothing started" {
+  hosts_exec osd1 sh -c 'mv /root/.ssh/authorized_keys /root/.ssh/authorized_keys.away'
+  lab_up "lab-up (osd1 refuses the key)"
+  hosts_exec osd1 sh -c 'mv /root/.ssh/authorized_keys.away /root/.ssh/authorized_keys'
+  assert_failure 2
+  assert_line --regexp "^\[lab\] error: host osd1 \(10\.97\.0\.12, through cli0\) refuses the lab's key .*/build/hosts/$LAB/ssh/id_ed25519 for root \(Permission denied\): authorise .*id_ed25519\.pub in ~root/\.ssh/authorized_keys on it, then run 'make lab-up LAB=$LAB' again \(it resumes\)$"
+  run hosts_exec mon0 test -e /etc/pfslab/node.json
+  assert_failure
+}
+
+@test "a host whose sshd is down: one line naming it, what to do" {
+  "$REPO/scripts/hosts" stop-sshd "$LAB" osd0
+  lab_up "lab-up (osd0's sshd down)"
+  "$REPO/scripts/hosts" up "$LAB" >/dev/null
+  assert_failure 2
+  assert_line "[lab] error: host osd0 (10.97.0.11, through cli0): nothing accepts SSH connections on port 22 (connection refused: its sshd is not running); start sshd on it, then run 'make lab-up LAB=$LAB' again (it resumes)"
+}
+
+@test "a host restarted during bring-up is named; lab-up again resumes to HEALTH_OK on separate hosts" {
+  local log=$BATS_FILE_TMPDIR/lab-up.log pid
+  make -C "$REPO" --no-print-directory lab-up LAB="$LAB" >"$log" 2>&1 &
+  pid=$!
+  # osd1 restarts while the lab starts its roles (its first OSD step has begun).
+  timeout 600 bash -c "until grep -q 'phase [0-9]*: ceph-osd up on osd1' '$log'; do sleep 0.5; done"
+  "$REPO/scripts/hosts" restart "$LAB" osd1
+  run wait "$pid"
+  cat "$log" >&3
+  assert_failure 2
+  run grep -E "^\[(lab|remote)\] error: (lost osd1 during|the SSH connection to osd1 broke during) ceph-osd up" "$log"
+  assert_success
+  lab_up "lab-up (resumed)"
+  echo "$output" >&3
+  assert_success
+  assert_output --partial "PASS mon0       ceph-cluster"
+  assert_output --partial "HEALTH_OK"
+  assert_output --partial "login node cli0 reaches every node of lab $LAB"
+  # Each host runs its own daemons: the OSDs on the OSD hosts, the MON on mon0 only.
+  run hosts_exec osd0 pgrep -x ceph-osd
+  assert_success
+  run hosts_exec osd0 pgrep -x ceph-mon
+  assert_failure
+  run hosts_exec mon0 pgrep -x ceph-mon
+  assert_success
+}
+
+@test "make bench runs on the login host across both client hosts and brings the run home" {
+  local run_dir
+  run timed "bench" make -C "$REPO" --no-print-directory bench
+  echo "$output" >&3
+  run_dir=$(ls -d "$REPO/build/runs/$LAB"/*/ | tail -n 1)
+  [ -s "$run_dir/report.json" ]
+  [ -s "$run_dir/verdict.json" ]
+  [ -s "$run_dir/lab.json" ]
+  # Launched there: ReFrame's stage is the login host's kit, not this checkout.
+  run jq -r '.runs[0].testcases[0].stagedir' "$run_dir/report.json"
+  assert_output --regexp "^/opt/pfslab/build/runs/$LAB/"
+  # fio ran on both client hosts: each rank's output names its host.
+  run bash -c "grep -rhoE 'hostname=cli[01]|\"hostname\" *: *\"cli[01]\"' '$run_dir' | grep -oE 'cli[01]' | sort -u | tr '\n' ' '"
+  assert_output "cli0 cli1 "
+  # Nothing of the run is left on the login host.
+  run hosts_exec cli0 ls "/opt/pfslab/build/runs/$LAB"
+  refute_output --partial "$(basename "$run_dir")"
+  # fio and IOzone measured (IOR and mdtest when installed there).
+  run jq -r '[.runs[].testcases[] | select(.result == "pass" or .result == "fail") | .name] | join(" ")' "$run_dir/report.json"
+  assert_output --partial "fio"
+  assert_output --partial "IOzone"
+}
+
+@test "make report of the run brought home shows the figures measured on the client hosts" {
+  run timed "report" make -C "$REPO" --no-print-directory report
+  assert_success
+  local html
+  html=$(grep -oE '/[^ ]*report\.html' <<<"$output" | tail -n 1)
+  [ -s "$html" ]
+  grep -q "IOzone" "$html"
+  grep -qE 'write_iops|read_iops' "$html"
+}
+
+@test "a client host that dies during a bench ends the run in one line naming it; what ran before is kept" {
+  local log=$BATS_FILE_TMPDIR/bench.log pid run_dir
+  PFSLAB_WATCHDOG_INTERVAL=2 make -C "$REPO" --no-print-directory bench >"$log" 2>&1 &
+  pid=$!
+  # Once the first test has finished (its figures are on the login host), cli1 dies.
+  timeout 600 bash -c "until grep -qE '^\[ +(PASS|FAIL|OK) +\]|passed|failed' '$log'; do sleep 0.5; done"
+  "$REPO/scripts/hosts" poweroff "$LAB" cli1
+  run wait "$pid"
+  cat "$log" >&3
+  assert_failure
+  run grep -E "host cli1 does not answer over SSH" "$log"
+  assert_success
+  run_dir=$(ls -d "$REPO/build/runs/$LAB"/*/ | tail -n 1)
+  [ -s "$run_dir/report.json" ]
+  run jq -r '.state, .detail' "$run_dir/lab-health.json"
+  assert_line unhealthy
+  assert_output --partial "cli1"
+  # The tests that finished before the fault kept their figures.
+  run jq '[.runs[].testcases[] | select(.perfvalues != null and (.perfvalues | length) > 0)] | length' "$run_dir/report.json"
+  [ "$output" -ge 1 ]
+  "$REPO/scripts/hosts" up "$LAB" >/dev/null
+}
+
+@test "lab-down stops the roles and leaves the hosts as it found them" {
+  run timed "lab-down" make -C "$REPO" --no-print-directory lab-down
+  echo "$output" >&3
+  assert_success
+  local host
+  for host in mon0 osd0 osd1 cli0 cli1; do
+    run hosts_exec "$host" sh -c 'ls /etc/pfslab/node.json /var/lib/pfslab /run/pfslab /etc/profile.d/pfslab.sh /opt/pfslab/build/hosts-cephfs 2>/dev/null; grep -c pfslab-inner /root/.ssh/authorized_keys; grep -c "pfslab hosts of lab" /etc/hosts; pgrep -x "ceph-(mon|osd|mds|mgr|fuse)"'
+    assert_output "0
+0"
+  done
+  [ ! -e "$REPO/build/$LAB" ]
+}
+
+@test "hosts-down leaves nothing of the hosts" {
+  run timed "hosts-down" make -C "$REPO" --no-print-directory hosts-down HOSTS="$LAB"
+  echo "$output" >&3
+  assert_success
+  [ ! -e "$REPO/build/hosts/$LAB" ]
+  run bash -c "ip netns list | grep -c $(jq -r .instance.netns_prefix <("$REPO/.venv/bin/pfslab" lab show "$LAB" --instance)) || true"
+  assert_output 0
+}
