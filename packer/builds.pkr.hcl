@@ -75,7 +75,7 @@ build {
     execute_command = local.sudo_execute
     script          = "${var.kit_root}/packer/scripts/toolchain.sh"
     environment_vars = concat([
-      "PFSLAB_TOOLCHAIN=${local.toolchain[source.type] ? "on" : "off"}",
+      "PFSLAB_TOOLCHAIN=${local.toolchain_mode[source.type]}",
     ], var.toolchain_env)
   }
 

@@ -33,8 +33,10 @@ locals {
   toolchain = {
     "amazon-ebs" = var.role == "client" && var.toolchain != "off"
     "azure-arm"  = var.role == "client" && var.toolchain != "off"
-    "qemu"       = var.role == "client" && var.toolchain == "on"
+    "qemu"       = var.role == "client" && contains(["on", "distro"], var.toolchain)
   }
+  # What packer/scripts/toolchain.sh runs (PFSLAB_TOOLCHAIN): on (Spack), distro, off.
+  toolchain_mode = { for builder, wanted in local.toolchain : builder => wanted ? (var.toolchain == "distro" ? "distro" : "on") : "off" }
 
   filesystem_settings = jsondecode(var.filesystem_settings)
 

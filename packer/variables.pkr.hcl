@@ -72,12 +72,12 @@ variable "fabric" {
 }
 
 variable "toolchain" {
-  description = "Run scripts/toolchain (Spack: IOR, mdtest, fio, ...) in client images: auto = on for amazon-ebs and azure-arm, off for qemu (it needs the internet and hours); on; off."
+  description = "The benchmark toolchain of client images: auto = the Spack toolchain (scripts/toolchain: IOR, mdtest, fio, ...) on amazon-ebs and azure-arm, none on qemu (it needs the internet and hours); on = Spack everywhere; distro = the distribution's fio, IOzone, Open MPI and the kit's Python environment (scripts/deps login; minutes, no IOR/mdtest); off."
   type        = string
   default     = "auto"
   validation {
-    condition     = contains(["auto", "on", "off"], var.toolchain)
-    error_message = "The toolchain must be auto, on or off."
+    condition     = contains(["auto", "on", "off", "distro"], var.toolchain)
+    error_message = "The toolchain must be auto, on, off or distro."
   }
 }
 

@@ -63,12 +63,22 @@ def tool_versions(search_path: str) -> dict[str, dict[str, str | None]]:
 
 
 def git_state() -> dict[str, Any]:
+    """The checkout's commit; on a lab's node the kit is an image's copy (no git): None."""
     def git(*args: str) -> str:
-        out = subprocess.run(["git", "-C", str(KIT_ROOT), *args], capture_output=True, text=True, check=False)
+        try:
+            out = subprocess.run(["git", "-C", str(KIT_ROOT), *args], capture_output=True, text=True, check=False)
+        except OSError:
+            return ""
         return out.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
-    return {"commit": commit or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    return {"commit": commit or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None}
+
+
+def kit_digest() -> str | None:
+    """An installed kit's digest (its manifest's sha256, scripts/lib/images.sh), if it has one."""
+    manifest = KIT_ROOT / ".pfslab-manifest"
+    return sha256(manifest) if manifest.is_file() else None
 
 
 def sha256(path: Path) -> str:
@@ -105,6 +115,7 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
         "mode": os.environ.get("PFSLAB_MODE") or labs.setting(lab, "benchmark.default_mode"),
         "machine": {"id": machine.fingerprint(facts), "facts": facts, "description": machine.describe(facts)},
         "git": git_state(),
+        "kit_digest": kit_digest(),
         "spack_lock_sha256": sha256(spack_lock) if spack_lock.is_file() else None,
         "tools": tool_versions(search_path),
     }

@@ -164,6 +164,9 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             tool_path=tool_path,
             iozone_master=launcher.get("master_address"),
             hostfile_slots=self.lab.get("launcher", {}).get("hostfile_slots", True),
+            # A remote lab's stage is on its login node only: ranks on the other clients
+            # write their own outputs into the run's scratch in the file system.
+            rank_dir=None if self.lab.get("target", "local") == "local" else scratch_dir,
         )
         self.rendered = workloads.render(self.lab, case, ctx)
         for name, content in self.rendered.files.items():
@@ -194,6 +197,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             else:
                 out = step.output if "*" not in step.output else f"{self.stagedir}/step{n}.launcher.out"
                 lines.append(f"pfslab_step {n} {shlex.quote(out)} {shlex.quote(step.command)}")
+                if step.collect:
+                    lines.append(f"mv {step.collect} {shlex.quote(self.stagedir)}/")
         lines.append(f"rm -rf {shlex.quote(scratch_dir)}")
         self.prerun_cmds = lines
         self.executable = 'exit "$pfslab_status"'

@@ -171,6 +171,10 @@ class Context:
     mpirun: str | None = None  # overrides the lab's launcher line (e.g. for a remote system)
     iozone_master: str | None = None  # local lab: address IOzone children connect back to
     hostfile_slots: bool = True
+    # Where each rank writes its own output when work_dir is on the launching node only
+    # (a remote lab's login node): a directory every client sees (the run's scratch in
+    # the file system); the job moves the outputs to work_dir after the step.
+    rank_dir: str | None = None
 
 
 @dataclass
@@ -183,6 +187,7 @@ class Step:
     measures: list[str] = field(default_factory=list)
     prepare: bool = False
     iteration: int = 1
+    collect: str = ""  # per-rank outputs written elsewhere (Context.rank_dir), moved to work_dir
 
 
 @dataclass
@@ -323,13 +328,18 @@ def _render_step(
         hostfile = f"{ctx.work_dir}/nodes.{nodes}"
         files[f"nodes.{nodes}"] = distribution.hostfile(nodes, hosts, slots=ctx.hostfile_slots)
         # One fio per node; node r runs its round-robin share of the threads as jobs.
+        rank_dir = ctx.rank_dir or ctx.work_dir
         per_node = (
             f"r=${{OMPI_COMM_WORLD_RANK:-${{PMI_RANK:-0}}}}; "
             f"exec {ctx.tool_path} --numjobs=$(( {case.threads} / {nodes} + (r < {case.threads} % {nodes}) )) "
-            f"--output={ctx.work_dir}/{tag}.fio.$r.json {args}"
+            f"--output={rank_dir}/{tag}.fio.$r.json {args}"
         )
         command = f"{_mpirun(launcher, nodes, hostfile)} sh -c {shlex.quote(per_node)}"
         output = f"{ctx.work_dir}/{tag}.fio.*.json"
+        if rank_dir != ctx.work_dir:
+            step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)
+            step.collect = f"{rank_dir}/{tag}.fio.*.json"
+            return step
     else:
         command = f"{ctx.tool_path} {args}"
     return Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)

@@ -46,6 +46,17 @@ verify() {
   echo "install-kit: $(wc -l <"$KIT/.pfslab-manifest") kit files at $KIT match digest $want"
 }
 
+# The kit logs in to its nodes with the lab's key only: no password, no keyboard-
+# interactive, root by key only, whatever the source image's sshd_config says (before
+# cloud-init's ssh_pwauth: false, and for existing hosts that never run cloud-init).
+sshd_keys_only() {
+  mkdir -p /etc/ssh/sshd_config.d
+  printf '%s\n' '# Written by pfslab (packer/scripts/install-kit.sh): keys only.' \
+    'PasswordAuthentication no' 'KbdInteractiveAuthentication no' 'PermitRootLogin prohibit-password' \
+    >/etc/ssh/sshd_config.d/50-pfslab.conf
+  chmod 644 /etc/ssh/sshd_config.d/50-pfslab.conf
+}
+
 main() {
   local digest
   if [[ ${1:-} == sync ]]; then
@@ -63,6 +74,7 @@ main() {
   source "$KIT/scripts/lib/pkg.sh"
   PFSLAB_LOG_TAG=install-kit
   pkg_install jq cloud-init
+  sshd_keys_only
   digest=$(jq -er .digest <<<"$PFSLAB_IMAGE_JSON")
   verify "$digest"
   mkdir -p "$(dirname "$IMAGE_JSON")"

@@ -27,6 +27,13 @@ record() {
 
 main() {
   local start=$SECONDS
+  if [[ ${PFSLAB_TOOLCHAIN:-off} == distro ]]; then
+    # The distribution's benchmarks and the kit's Python environment (scripts/deps
+    # login): what a login node needs where the Spack toolchain is not wanted.
+    "$KIT/scripts/deps" login
+    record "distro in $((SECONDS - start))s"
+    return 0
+  fi
   if [[ ${PFSLAB_TOOLCHAIN:-off} != on ]]; then
     log "toolchain off for this image (server images never get it; see the variable toolchain); skipped"
     record skipped

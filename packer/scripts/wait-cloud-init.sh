@@ -12,6 +12,13 @@ main() {
     echo "wait-cloud-init: no cloud-init on the source image; nothing to wait for"
     return 0
   fi
+  # A booted machine has /run/cloud-init from its first moments (cloud-init's systemd
+  # generator); a root file system provisioned in a chroot (scripts/hosts) was never
+  # booted, and its first boot is the kit's script, not cloud-init.
+  if [[ ! -d /run/cloud-init ]]; then
+    echo "wait-cloud-init: this system was not booted by cloud-init (no /run/cloud-init: a chroot build); nothing to wait for"
+    return 0
+  fi
   until [[ -e /var/lib/cloud/instance/boot-finished ]]; do
     if ((waited >= LIMIT)); then
       echo "wait-cloud-init: cloud-init did not finish within ${LIMIT}s (see /var/log/cloud-init.log)" >&2

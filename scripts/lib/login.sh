@@ -23,30 +23,41 @@ login_root() { echo "$REMOTE_ROOT/build/$1"; }
 # The mark of this lab instance's inner key in authorized_keys.
 login_key_mark() { echo "pfslab-inner lab=$1 instance=$(jq -r '.instance.id // "unknown"' "$(remote_dir "$1")/lab.json" 2>/dev/null || echo unknown)"; }
 
-# The kit on the login node must be this checkout's (the image's digest: the manifest's
-# sha256, scripts/lib/images.sh): else this checkout's kit is unpacked over it, so the
-# tests, references and parsers that run there are the ones the user reads here.
-login_kit() {
-  local lab=$1 login have want archive
-  login=$(login_node "$lab")
+# The kit on every node must be this checkout's (the image's digest: the manifest's
+# sha256, scripts/lib/images.sh): the roles run from it, and the login node runs the
+# tests, references and parsers the user reads here. A node whose kit differs gets this
+# checkout's unpacked over it (packer/scripts/install-kit.sh sync: the image build's own
+# unpack and checks), and the log says so.
+remote_kit_sync() {
+  local lab=$1 want archive="" node have
   # shellcheck source=scripts/lib/images.sh
   source "$PFSLAB_ROOT/scripts/lib/images.sh"
   want=$(image_digest)
-  have=$(remote_ssh "$lab" "$login" "sha256sum <'$REMOTE_ROOT/.pfslab-manifest' 2>/dev/null | cut -d' ' -f1" 2>/dev/null) || have=
-  if [[ $have != "$want" ]]; then
-    log "the kit on login node $login (${have:-none} at $REMOTE_ROOT) is not this checkout's ($want): unpacking this checkout's there"
-    archive=$(mktemp)
-    kit_archive "$archive"
-    if ! remote_ssh_in "$lab" "$login" "umask 077 && cat >/tmp/pfslab-kit-sync.tar.gz" <"$archive" ||
-      ! remote_ssh_in "$lab" "$login" "PFSLAB_KIT_ARCHIVE=/tmp/pfslab-kit-sync.tar.gz KIT='$REMOTE_ROOT' bash -s sync $want" \
+  for node in $(remote_nodes "$lab"); do
+    have=$(remote_ssh "$lab" "$node" "sha256sum <'$REMOTE_ROOT/.pfslab-manifest' 2>/dev/null | cut -d' ' -f1") || have=
+    [[ $have == "$want" ]] && continue
+    log "the kit on $node (${have:0:12}${have:+ }at $REMOTE_ROOT) is not this checkout's (${want:0:12}): unpacking this checkout's there"
+    if [[ -z $archive ]]; then
+      archive=$(mktemp)
+      kit_archive "$archive"
+    fi
+    if ! remote_ssh_in "$lab" "$node" "umask 077 && cat >/tmp/pfslab-kit-sync.tar.gz" <"$archive" ||
+      ! remote_ssh_in "$lab" "$node" "PFSLAB_KIT_ARCHIVE=/tmp/pfslab-kit-sync.tar.gz KIT='$REMOTE_ROOT' bash -s sync $want" \
         <"$PFSLAB_ROOT/packer/scripts/install-kit.sh" >&2; then
       rm -f "$archive"
-      die "could not unpack this checkout's kit on login node $login; see the lines above"
+      die "could not unpack this checkout's kit on $node of lab $lab; see the lines above"
     fi
-    rm -f "$archive"
-  fi
+  done
+  [[ -z $archive ]] || rm -f "$archive"
+  log "every node of lab $lab runs this checkout's kit (${want:0:12})"
+}
+
+# The login node can run the kit's commands (its image is a client image of this kit).
+login_kit() {
+  local lab=$1 login
+  login=$(login_node "$lab")
   remote_ssh "$lab" "$login" "test -x '$REMOTE_ROOT/.venv/bin/pfslab' && test -x '$REMOTE_ROOT/.venv/bin/reframe'" ||
-    die "login node $login has no kit environment ($REMOTE_ROOT/.venv with pfslab and reframe): its image must be a client image of this kit (packer/scripts/install-kit.sh, 'make images')"
+    die "login node $login has no kit environment ($REMOTE_ROOT/.venv with pfslab and reframe): its image must be a client image of this kit (packer/scripts/toolchain.sh: toolchain=distro or on)"
 }
 
 # The lab's inner key: made on the login node (the private half never leaves it), its
@@ -189,6 +200,7 @@ login_bench() {
   local lab=$1 name=$2 login tools env=() var
   shift 2
   login=$(login_node "$lab")
+  remote_kit_sync "$lab"
   login_ship_state "$lab"
   tools=$(login_ship_tools "$lab")
   env=("PFSLAB_RUN_NAME=$name" "PFSLAB_LAB=$lab")
@@ -197,7 +209,9 @@ login_bench() {
     [[ -z ${!var:-} ]] || env+=("$var=${!var}")
   done
   log "launching the run on login node $login"
-  remote_ssh "$lab" "$login" "cd '$REMOTE_ROOT' && env $(printf '%q ' "${env[@]}") scripts/bench $(printf '%q ' "$@")"
+  local args=""
+  (($#)) && args=$(printf '%q ' "$@")
+  remote_ssh "$lab" "$login" "cd '$REMOTE_ROOT' && env $(printf '%q ' "${env[@]}") scripts/bench $args"
 }
 
 # The run directory brought home whole (then removed from the login node).

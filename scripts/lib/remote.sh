@@ -225,7 +225,6 @@ remote_wait_boot() {
 remote_boot_hosts() {
   local lab=$1 node script opts
   [[ -n $(remote_hosts "$lab") ]] || return 0
-  remote_reach_all "$lab"
   mapfile -t opts < <(remote_opts "$lab")
   for node in $(remote_hosts "$lab"); do
     script=$(remote_dir "$lab")/boot/$node.sh
@@ -317,6 +316,8 @@ remote_up() {
   [[ -z ${TARGET_CONSOLE_CMD:-} ]] || require_cmd "$TARGET_CONSOLE_CMD"
   remote_ssh_config "$lab"
   remote_wait_boot "$lab"
+  [[ -z $(remote_hosts "$lab") ]] || remote_reach_all "$lab"
+  remote_kit_sync "$lab"
   remote_boot_hosts "$lab"
   remote_copy_cluster "$lab"
   remote_start_phases "$lab"

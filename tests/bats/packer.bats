@@ -110,7 +110,7 @@ packer_offline() {
   assert_output --partial "must be a JSON object"
   packer_offline validate "${VARS[@]}" -var role=server -var toolchain=maybe "$(templates)"
   assert_failure
-  assert_output --partial "The toolchain must be auto, on or off."
+  assert_output --partial "The toolchain must be auto, on, off or distro."
 }
 
 @test "packer 1.6.6 rejects plugins.pkr.hcl: that is why it lives alone and scripts/images leaves it out" {

@@ -45,16 +45,32 @@ hosts_exec() { "$REPO/scripts/hosts" exec "$LAB" "$@"; }
 resolved() { "$REPO/.venv/bin/pfslab" lab show "$LAB" | jq -r "$1"; }
 lab_up() { run timed "$1" make -C "$REPO" --no-print-directory lab-up LAB="$LAB"; }
 
+# An SSH banner within 5 s from ADDR:PORT (a machine's gateway may accept any TCP
+# connection and then say nothing: only an answering sshd counts).
+banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/null; }
+
 @test "from this machine only the login host's SSH answers; the other hosts' addresses do not" {
   local login other
   login=$(resolved .targets.baremetal.login_address)
-  run timeout 5 bash -c "exec 3<>/dev/tcp/$login/22 && head -c 4 <&3"
-  assert_success
+  run banner "$login" 22
   assert_output "SSH-"
+  # Another port of the login host: dropped by its firewall (a listener is there).
+  hosts_exec cli0 sh -c 'python3 -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", 2222)); s.listen(); time.sleep(30)" >/dev/null 2>&1 &'
+  sleep 0.5
+  run hosts_exec cli1 timeout 5 bash -c "exec 3<>/dev/tcp/10.97.0.20/2222"
+  assert_success
+  run timeout 5 bash -c "exec 3<>/dev/tcp/$login/2222"
+  assert_failure
   for other in $(resolved '.targets.baremetal.hosts | to_entries[] | .value'); do
-    run timeout 5 bash -c "exec 3<>/dev/tcp/$other/22"
-    assert_failure
+    run banner "$other" 22
+    refute_output "SSH-"
+    # No route of this machine leads to the lab's subnet (only the gateway's default).
+    run ip -o route get "$other"
+    refute_output --partial "$(resolved .instance.netns_prefix | sed 's/^pfs-/ph-/')"
   done
+  # Hosts reach each other on the lab's subnet.
+  run hosts_exec cli1 bash -c 'exec 3<>/dev/tcp/10.97.0.10/22 && head -c 4 <&3'
+  assert_output "SSH-"
 }
 
 @test "a host that refuses the lab's key: one line naming it and the key, nothing started" {
@@ -113,9 +129,16 @@ lab_up() { run timed "$1" make -C "$REPO" --no-print-directory lab-up LAB="$LAB"
   # Launched there: ReFrame's stage is the login host's kit, not this checkout.
   run jq -r '.runs[0].testcases[0].stagedir' "$run_dir/report.json"
   assert_output --regexp "^/opt/pfslab/build/runs/$LAB/"
-  # fio ran on both client hosts: each rank's output names its host.
-  run bash -c "grep -rhoE 'hostname=cli[01]|\"hostname\" *: *\"cli[01]\"' '$run_dir' | grep -oE 'cli[01]' | sort -u | tr '\n' ' '"
-  assert_output "cli0 cli1 "
+  # fio ran one rank on each client host (its hostfile, one output per rank), and
+  # IOzone's children on both (its thread list).
+  run cat "$run_dir"/output/$LAB/clients/pfslab/Fio_*/nodes.2
+  assert_line --regexp "^10\.97\.0\.20( |$)"
+  assert_line --regexp "^10\.97\.0\.21( |$)"
+  run bash -c "ls '$run_dir'/output/$LAB/clients/pfslab/Fio_*/step1.fio.*.json | wc -l"
+  assert_output 2
+  run cut -d' ' -f1 "$run_dir"/output/$LAB/clients/pfslab/IOzone_*/threadlist.2
+  assert_output "10.97.0.20
+10.97.0.21"
   # Nothing of the run is left on the login host.
   run hosts_exec cli0 ls "/opt/pfslab/build/runs/$LAB"
   refute_output --partial "$(basename "$run_dir")"
