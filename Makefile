@@ -27,13 +27,15 @@ REFRAME_ARGS ?=
 BRIDGE ?=
 SUBNET ?=
 OWNER ?=
+# The lab whose hosts `make hosts-up` starts on this machine (labs with hosts: hosts-cephfs).
+HOSTS ?=
 PYTHON := .venv/bin/python
 # The kit's command (pfslab/cli.py), installed into .venv by `make deps`.
 PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-remote
+.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-remote hosts-up hosts-down hosts-status
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -45,7 +47,7 @@ help: ## Show the targets and the variables they take
 	@echo "           BRIDGE=pfslab1 SUBNET=10.98.0.0/24 (make lab-up: a second checkout's local lab), OWNER=<who> (cloud owner tag)"
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
 	@echo "           MIRROR=<bundle dir> BUNDLE_KEY=<its signing key's fingerprint> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
-	@echo "           FAMILY=<family> (make images, default ceph)"
+	@echo "           FAMILY=<family> (make images, default ceph), HOSTS=<lab> (make hosts-up/hosts-down/hosts-status: hosts-cephfs)"
 	@echo
 	@echo "Targets (registry/targets/<target>.json; a lab file's target, TARGET of make user-data):"
 	@python3 -c 'import json, pathlib; [print("  {target:10} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("registry/targets").glob("*.json"))]'
@@ -82,6 +84,15 @@ bench: ## Run the running lab's workloads with ReFrame; keep the run under build
 
 user-data: ## Render LAB's cloud-init user-data for TARGET (default: the lab's target) into build/user-data/LAB
 	scripts/render-user-data $(LAB) $(or $(TARGET),$$($(PFSLAB) lab get $(LAB) target)) build/user-data/$(LAB)
+
+hosts-up: ## Start the hosts of lab HOSTS on this machine (system containers from the kit's image recipe; root)
+	scripts/hosts up $(HOSTS)
+
+hosts-down: ## Remove the hosts of lab HOSTS and prove nothing of them is left
+	scripts/hosts down $(HOSTS)
+
+hosts-status: ## Each host of lab HOSTS: running or off, address
+	scripts/hosts status $(HOSTS)
 
 remote-up: ## Resume the SSH bring-up (boot wait, cluster files, phases, preflight) of a provisioned cloud or bare-metal lab
 	scripts/remote-up $(LAB)

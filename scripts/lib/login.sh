@@ -153,11 +153,13 @@ login_forget() {
   paths="/etc/pfslab/node.json /etc/pfslab/inventory.json /etc/pfslab/hosts /etc/pfslab/cluster /etc/profile.d/pfslab.sh"
   paths+=" /var/lib/pfslab /run/pfslab /var/log/pfslab /dev/disk/pfslab /etc/sysctl.d/90-pfslab.conf /etc/tmpfiles.d/90-pfslab-thp.conf"
   paths+=" $(login_root "$lab") $REMOTE_ROOT/build/runs/$lab $REMOTE_ROOT/build/active-lab"
+  local mount
+  mount=$(jq -r '.filesystem.mount' "$(remote_inv "$lab")")
   # Exactly the lines the first boot appended to /etc/hosts (the lab plan's hosts_file).
   hosts_lines=$(jq -r --arg lab "$lab" '"-e \("# pfslab hosts of lab \($lab)" | @sh)", (.nodes[] | "-e \("\(.address) \(.name)" | @sh)")' "$(remote_inv "$lab")" | tr '\n' ' ')
   for node in $(remote_nodes "$lab"); do
     # cat >: /etc/hosts keeps its inode (a container's may be a bind mount).
-    remote_ssh "$lab" "$node" "rm -rf $paths &&
+    remote_ssh "$lab" "$node" "rm -rf $paths && { mountpoint -q '$mount' || rmdir '$mount' 2>/dev/null || true; } &&
       { grep -vxF $hosts_lines /etc/hosts >/tmp/pfslab-hosts || true; } && cat /tmp/pfslab-hosts >/etc/hosts && rm -f /tmp/pfslab-hosts &&
       if test -f ~/.ssh/authorized_keys; then { grep -vF '$mark' ~/.ssh/authorized_keys || true; } >~/.ssh/authorized_keys.pfslab && mv ~/.ssh/authorized_keys.pfslab ~/.ssh/authorized_keys; fi" ||
       log "could not remove what lab $lab wrote on $node (ignored: see above)"

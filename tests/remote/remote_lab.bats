@@ -162,8 +162,9 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   local log=$BATS_FILE_TMPDIR/bench.log pid run_dir
   PFSLAB_WATCHDOG_INTERVAL=2 make -C "$REPO" --no-print-directory bench >"$log" 2>&1 &
   pid=$!
-  # Once the first test has finished (its figures are on the login host), cli1 dies.
-  timeout 600 bash -c "until grep -qE '^\[ +(PASS|FAIL|OK) +\]|passed|failed' '$log'; do sleep 0.5; done"
+  # Once fio has finished (its figures are on the login host), cli1 dies during IOzone.
+  timeout 600 bash -c "until grep -qE '\) (ok|FAIL) Fio ' '$log'; do sleep 0.5; done"
+  sleep 3
   "$REPO/scripts/hosts" poweroff "$LAB" cli1
   run wait "$pid"
   cat "$log" >&3
