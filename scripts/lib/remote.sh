@@ -169,8 +169,14 @@ remote_reach_all() {
 remote_step_failed() {
   local lab=$1 node=$2 rc=$3 what=$4 out
   if ((rc == 255)); then
-    out=$(remote_ssh "$lab" "$node" true 2>&1) || die "lost $node during $what: $(remote_diagnose "$lab" "$node" "$out")"
-    die "the SSH connection to $node broke during $what (it answers again now: restarted?); run 'make lab-up LAB=$lab' again (it resumes)"
+    # A host that restarts answers again within moments; one that is gone does not.
+    local waited=0
+    until out=$(remote_ssh "$lab" "$node" true 2>&1); do
+      ((waited >= ${PFSLAB_RESTART_WAIT:-30})) && die "lost $node during $what: $(remote_diagnose "$lab" "$node" "$out")"
+      sleep 3
+      waited=$((waited + 3))
+    done
+    die "host $node restarted during $what (its SSH connection broke, and it answers again); run 'make lab-up LAB=$lab' again (it resumes)"
   fi
   die "$what failed on $node of lab $lab (exit status $rc; its output is above); fix it, then run 'make lab-up LAB=$lab' again"
 }

@@ -40,7 +40,7 @@ printf "%s\r\n" "[   12.3] cloud-init[812]: Cloud-init v. 22.4.2 running modules
 }
 
 remote_up() {
-  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" "$KIT/scripts/remote-up" "$@"
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" PFSLAB_RESTART_WAIT="${PFSLAB_RESTART_WAIT:-30}" "$KIT/scripts/remote-up" "$@"
 }
 
 @test "remote-up: wait for every first boot, copy the cluster files, start phase by phase, preflight" {
@@ -49,6 +49,9 @@ remote_up() {
   assert_line "preflight: every check passed on lab aws-cephfs"
   r="PFSLAB_NODE_CONFIG=/etc/pfslab/node.json /opt/pfslab/scripts/roles"
   # The commands up to preflight, in order (preflight's own ssh calls follow).
+  # (The kit's digest check and unpack on each node are the next test's.)
+  grep -vE 'pfslab-manifest|pfslab-kit-sync' "$SHIM_LOG" >"$SHIM_LOG.main"
+  SHIM_LOG=$SHIM_LOG.main
   run bash -c "grep -E '^(ssh|scp) ' '$SHIM_LOG' | sed -n '1,14p'"
   assert_output "ssh -n $O mon0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O mon0 cloud-init status
@@ -261,8 +264,43 @@ Host key verification failed."]="host osd0 (10.21.0.11, through cli0): its SSH h
 [[ $* == *" osd0 "*"ceph up osd" ]] && { echo "Connection to 10.21.0.11 closed by remote host." >&2; : >"$SHIM_STATE/osd0-down"; exit 255; }
 [[ $* == *" osd0 "* && -e $SHIM_STATE/osd0-down ]] && { echo "channel 0: open failed: connect failed: Connection refused" >&2; exit 255; }
 exit 0'
-  remote_up aws-cephfs
+  PFSLAB_RESTART_WAIT=3 remote_up aws-cephfs
   assert_failure 2
   assert_output --partial "[remote] error: lost osd0 during ceph-osd up (phase 2): host osd0 (10.21.0.11, through cli0): nothing accepts SSH connections on port 22"
   [ -z "$(calls ssh | grep 'ceph up client')" ]
+}
+
+@test "a host that restarts in the middle of a step and answers again is named as restarted" {
+  jq '.target = "baremetal" | del(.aws) | .baremetal = {hosts: {mon0: "10.21.0.10", osd0: "10.21.0.11", cli0: "10.21.0.12"}}' \
+    "$LAB/inventory.json" >"$LAB/inv" && mv "$LAB/inv" "$LAB/inventory.json"
+  mkdir -p "$LAB/boot"
+  for n in mon0 osd0 cli0; do printf '#!/bin/sh\n' >"$LAB/boot/$n.sh"; done
+  # osd0's step breaks once; osd0 refuses one probe, then answers (it came back).
+  shim ssh '
+if [[ $* == *" osd0 "*"ceph up osd" ]]; then echo "Connection to 10.21.0.11 closed by remote host." >&2; : >"$SHIM_STATE/broke"; exit 255; fi
+if [[ $* == *" osd0 true" && -e $SHIM_STATE/broke && ! -e $SHIM_STATE/refused ]]; then : >"$SHIM_STATE/refused"; echo "channel 0: open failed: connect failed: Connection refused" >&2; exit 255; fi
+exit 0'
+  PFSLAB_RESTART_WAIT=6 remote_up aws-cephfs
+  assert_failure 2
+  assert_output --partial "[remote] error: host osd0 restarted during ceph-osd up (phase 2) (its SSH connection broke, and it answers again); run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+}
+
+@test "remote-up brings every node's kit in step with this checkout (digest checked, unpacked where it differs)" {
+  # mon0 has this checkout's kit; osd0 and cli0 an older one.
+  want=$(cd "$KIT" && bash -c 'source scripts/lib/common.sh; source scripts/lib/images.sh; image_digest')
+  shim ssh '
+cmd=${!#}
+case $cmd in
+  "cloud-init status") echo "status: done" ;;
+  *pfslab-manifest*) [[ $* == *" mon0 "* ]] && echo "'"$want"'" || echo 0123456789abcdef ;;
+  *"bash -s sync"*) cat >"$SHIM_STATE/install-kit.sh" ;;
+esac'
+  remote_up aws-cephfs
+  assert_success
+  assert_line "[remote] the kit on osd0 (0123456789ab at /opt/pfslab) is not this checkout's (${want:0:12}): unpacking this checkout's there"
+  assert_line "[remote] every node of lab aws-cephfs runs this checkout's kit (${want:0:12})"
+  [ -z "$(calls ssh | grep ' mon0 ' | grep 'pfslab-kit-sync')" ]
+  assert_equal "$(calls ssh | grep -c "bash -s sync $want")" 2
+  # What runs there is the image build's own install step, in its sync mode.
+  cmp "$SHIM_STATE/install-kit.sh" "$KIT/packer/scripts/install-kit.sh"
 }
