@@ -205,3 +205,23 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   run bash -c "ip netns list | grep -c $(jq -r .instance.netns_prefix <("$REPO/.venv/bin/pfslab" lab show "$LAB" --instance)) || true"
   assert_output 0
 }
+
+@test "hosts-down after a hosts-up killed part way, and run twice, leaves nothing" {
+  local pid prefix
+  prefix=$("$REPO/.venv/bin/pfslab" lab show "$LAB" --instance | jq -r .instance.netns_prefix)
+  "$REPO/scripts/hosts" up "$LAB" >"$BATS_FILE_TMPDIR/up-killed.log" 2>&1 &
+  pid=$!
+  # Killed once some hosts run (the images are cached by now).
+  timeout 120 bash -c "until grep -q 'host osd0 is up' '$BATS_FILE_TMPDIR/up-killed.log'; do sleep 0.2; done"
+  kill -KILL "$pid"
+  wait "$pid" || true
+  run "$REPO/scripts/hosts" down "$LAB"
+  assert_success
+  assert_output --partial "nothing is left"
+  run "$REPO/scripts/hosts" down "$LAB"
+  assert_success
+  run bash -c "ip netns list | grep -c '^$prefix-h' ; losetup -a | grep -c 'build/hosts/$LAB' ; ls '$REPO/build/hosts/$LAB' 2>/dev/null | wc -l"
+  assert_output "0
+0
+0"
+}
