@@ -91,7 +91,11 @@ remote_tofu_note() {
   known=$(remote_dir "$lab")/ssh/known_hosts
   [[ -s $known ]] || return 0
   line=$(ssh-keygen -l -F "$node" -f "$known" 2>/dev/null | awk '!/^#/ {print $3 " (" $2 ")"; exit}') || true
-  [[ -z $line ]] || log "host key of $node trusted on first use (no console to pin it from): $line"
+  [[ -n $line ]] || return 0
+  # Said once per node: a later lab-up checks the key strictly against this one.
+  grep -qxF "$node $line" "$known.told" 2>/dev/null && return 0
+  log "host key of $node trusted on first use (no console to pin it from): $line"
+  echo "$node $line" >>"$known.told"
 }
 
 # remote_ssh LAB NODE COMMAND: run a command on a node (stdin closed).

@@ -73,6 +73,39 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   assert_output "SSH-"
 }
 
+@test "each host is its own machine: hostname, PID 1, /etc; its sshd takes the lab's key only" {
+  local marker=/etc/pfslab-test-$$
+  hosts_exec osd0 sh -c "echo osd0 >$marker"
+  run hosts_exec osd1 test -e "$marker"
+  assert_failure
+  [ ! -e "$marker" ]
+  run hosts_exec osd1 hostname
+  assert_output osd1
+  run hosts_exec osd1 cat /proc/1/cmdline
+  assert_output --partial "tini"
+  run hosts_exec osd1 sh -c 'ps -e --no-headers | wc -l'
+  [ "$output" -lt 20 ]
+  hosts_exec osd0 rm -f "$marker"
+  # Only public keys are offered: no password, no keyboard-interactive.
+  run timeout 20 ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+    -o PreferredAuthentications=password,keyboard-interactive root@"$(resolved .targets.baremetal.login_address)" true
+  assert_failure 255
+  assert_output --partial "Permission denied (publickey)"
+  # Another key is refused; the lab's key is taken, also through the login host.
+  ssh-keygen -q -t ed25519 -N '' -f "$BATS_FILE_TMPDIR/other"
+  run timeout 20 ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+    -o IdentitiesOnly=yes -i "$BATS_FILE_TMPDIR/other" root@"$(resolved .targets.baremetal.login_address)" true
+  assert_failure 255
+  assert_output --partial "Permission denied (publickey)"
+  local key
+  key=$REPO/$(resolved .targets.baremetal.ssh_key)
+  run timeout 30 ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes -i "$key" \
+    -o ProxyCommand="ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes -i $key -W %h:%p root@$(resolved .targets.baremetal.login_address)" \
+    root@10.97.0.11 hostname
+  assert_success
+  assert_output --partial osd0
+}
+
 @test "a host that refuses the lab's key: one line naming it and the key, nothing started" {
   hosts_exec osd1 sh -c 'mv /root/.ssh/authorized_keys /root/.ssh/authorized_keys.away'
   lab_up "lab-up (osd1 refuses the key)"
