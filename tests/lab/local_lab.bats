@@ -8,13 +8,14 @@
 
 bats_load_library bats-support
 bats_load_library bats-assert
+load ../lib/skip-file
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 LAB=local
 
 setup_file() {
-  [[ $(id -u) -eq 0 ]] || skip "the local lab needs root"
-  [[ -c /dev/fuse ]] || skip "the local lab needs /dev/fuse"
+  [[ $(id -u) -eq 0 ]] || { skip_file "the local lab needs root"; return 0; }
+  [[ -c /dev/fuse ]] || { skip_file "the local lab needs /dev/fuse"; return 0; }
   if [[ -s $REPO/build/active-lab ]]; then
     echo "# a lab is already up in $REPO; this test brings up its own and refuses to share" >&3
     return 1
@@ -36,7 +37,10 @@ setup_file() {
 # This checkout's lab instance (pfslab/instance.py), as its lab-up recorded it.
 instance() { jq -r ".instance.$1" "$REPO/build/$LAB/lab.json"; }
 
+setup() { skip_when_file_skipped; }
+
 teardown_file() {
+  [[ -z ${PFSLAB_SKIP_FILE:-} ]] || return 0
   stop_ps_sampler
   "$REPO/scripts/throttle" off >/dev/null 2>&1 || true
   "$REPO/scripts/lab" down "$LAB" >/dev/null 2>&1 || true

@@ -11,14 +11,15 @@
 
 bats_load_library bats-support
 bats_load_library bats-assert
+load ../lib/skip-file
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 LAB=hosts-cephfs
 
 setup_file() {
-  [[ $(id -u) -eq 0 ]] || skip "the hosts need root (namespaces, loop devices)"
-  [[ -x $REPO/scripts/hosts ]] || skip "scripts/hosts is missing"
-  command -v mmdebstrap >/dev/null || skip "mmdebstrap is missing (make deps installs it)"
+  [[ $(id -u) -eq 0 ]] || { skip_file "the hosts need root (namespaces, loop devices)"; return 0; }
+  [[ -x $REPO/scripts/hosts ]] || { skip_file "scripts/hosts is missing"; return 0; }
+  command -v mmdebstrap >/dev/null || { skip_file "mmdebstrap is missing (make deps installs it)"; return 0; }
   if [[ -s $REPO/build/active-lab ]]; then
     echo "# lab $(cat "$REPO/build/active-lab") is up in $REPO; this test brings up its own and refuses to share" >&3
     return 1
@@ -26,8 +27,10 @@ setup_file() {
   timed "hosts-up" make -C "$REPO" --no-print-directory hosts-up HOSTS="$LAB" >&3 2>&1
 }
 
+setup() { skip_when_file_skipped; }
+
 teardown_file() {
-  [[ $(id -u) -eq 0 && -x $REPO/scripts/hosts ]] || return 0
+  [[ -z ${PFSLAB_SKIP_FILE:-} ]] || return 0
   "$REPO/scripts/lab" down "$LAB" >/dev/null 2>&1 || true
   "$REPO/scripts/hosts" down "$LAB" >/dev/null 2>&1 || true
 }
