@@ -27,6 +27,11 @@ REFRAME_ARGS ?=
 BRIDGE ?=
 SUBNET ?=
 OWNER ?=
+# make lab-down: PURGE=1 also removes what others made with the lab's tags (reported otherwise).
+PURGE ?=
+# make expired: ALL=1 lists everyone's labs, REGIONS="..." adds regions to the labs' own.
+ALL ?=
+REGIONS ?=
 # The lab whose hosts `make hosts-up` starts on this machine (labs with hosts: hosts-cephfs).
 HOSTS ?=
 PYTHON := .venv/bin/python
@@ -35,7 +40,7 @@ PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-remote hosts-up hosts-down hosts-status
+.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down expired lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-cloud test-remote hosts-up hosts-down hosts-status
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -45,6 +50,7 @@ help: ## Show the targets and the variables they take
 	@echo "Variables: LAB=<lab> (default local; labs: $$(ls labs/*.yaml | xargs -n1 basename | sed 's/.yaml//' | tr '\n' ' '))"
 	@echo "           MODE=quick|full (default: the lab's), REFRAME_ARGS='-n IOR' (filters for make bench)"
 	@echo "           BRIDGE=pfslab1 SUBNET=10.98.0.0/24 (make lab-up: a second checkout's local lab), OWNER=<who> (cloud owner tag)"
+	@echo "           PURGE=1 (make lab-down: also what others tagged with the lab), ALL=1 REGIONS=\"..\" (make expired)"
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
 	@echo "           MIRROR=<bundle dir> BUNDLE_KEY=<its signing key's fingerprint> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
 	@echo "           FAMILY=<family> (make images, default ceph), HOSTS=<lab> (make hosts-up/hosts-down/hosts-status: hosts-cephfs)"
@@ -70,8 +76,11 @@ mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap,
 lab-up: ## Bring up (or repair) lab LAB and wait until it is healthy (BRIDGE=, SUBNET= for a second local lab; OWNER=)
 	PFSLAB_BRIDGE='$(BRIDGE)' PFSLAB_SUBNET='$(SUBNET)' OWNER='$(OWNER)' scripts/lab up $(LAB)
 
-lab-down: ## Take the running lab down and prove nothing is left
-	scripts/lab down $(if $(filter command line,$(origin LAB)),$(LAB),)
+lab-down: ## Take the running lab down and prove nothing is left (PURGE=1: also what others tagged with the lab)
+	PFSLAB_PURGE='$(PURGE)' scripts/lab down $(if $(filter command line,$(origin LAB)),$(LAB),)
+
+expired: ## List your cloud labs past their expiry tag that still hold resources (ALL=1: everyone's; REGIONS=)
+	ALL='$(ALL)' REGIONS='$(REGIONS)' scripts/lab expired
 
 lab-status: ## Show the running lab's nodes, roles, health and mounts
 	scripts/lab status $(if $(filter command line,$(origin LAB)),$(LAB),)
@@ -152,6 +161,9 @@ test-images: ## The qemu image for real: build + boot (root, Debian mirror; abou
 
 test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down; two checkouts side by side (root; CI runs it)
 	bats tests/lab
+
+test-cloud: ## Terraform applied for real to an EC2 API emulator: lab-up, lab-down, killed applies, leftovers, expiry (CI runs it)
+	timeout 1800 bats tests/cloud
 
 test-remote: ## The remote path for real on hosts of this machine: faults named, lab-up, bench from the login host, report, lab-down, hosts-down (root; CI runs it)
 	timeout 1800 bats tests/remote

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from pfslab.errors import KitError
 
@@ -372,11 +372,77 @@ def _add_progress(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_progress)
 
 
+# ---- aws ------------------------------------------------------------------------------
+
+def _read_lab(path: str) -> dict[str, Any]:
+    try:
+        lab: dict[str, Any] = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} is not a readable resolved lab ({exc})") from exc
+    if not isinstance(lab, dict) or lab.get("target") != "aws" or "instance" not in lab:
+        raise UsageError(f"{path} is not a lab resolved for target aws with its instance (pfslab lab show LAB --instance)")
+    return lab
+
+
+def _cmd_aws(args: argparse.Namespace) -> int:
+    from pfslab import aws
+
+    if args.aws_command == "whoami":
+        print(aws.whoami(args.region))
+        return 0
+    if args.aws_command == "expired":
+        import datetime as dt
+
+        from pfslab import instance
+
+        owner = None if args.all_owners else instance.owner()
+        now = dt.datetime.now(dt.timezone.utc)
+        found = aws.expired_labs(args.region, owner, now)
+        for expired_lab in found:
+            print(expired_lab.line(now))
+        who = "anyone" if owner is None else f"owner {owner}"
+        print(f"{len(found)} expired lab(s) of {who} in {', '.join(sorted(set(args.region)))}", file=sys.stderr)
+        return 0
+    lab = _read_lab(args.lab_json)
+    if args.aws_command == "sweep":
+        aws.sweep(lab, args.deployment, args.purge, lambda line: print(line, flush=True), args.state)
+        return 0
+    left = aws.lab_leftovers(lab, args.deployment)
+    for r in left.own:
+        print(f"{r.line()}: made by this lab's lab-up, not in the Terraform state")
+    for r in left.foreign:
+        print(f"{r.line()}: tagged lab={lab['name']} owner={lab['instance']['owner']} but not made by this lab's lab-up")
+    return 0
+
+
+def _add_aws(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "aws",
+        help="ask EC2 what a lab holds: credentials, leftovers, sweep, expired labs",
+        description="EC2 itself, type by type (PFSLAB_AWS_ENDPOINT: an EC2 API emulator instead).",
+    )
+    cmds = p.add_subparsers(dest="aws_command", required=True, metavar="ACTION")
+    w = cmds.add_parser("whoami", help="the caller's ARN: the credentials work")
+    w.add_argument("--region", default="us-east-1")
+    for name, text in (("leftovers", "list what is tagged with the lab and its owner, one per line"),
+                       ("sweep", "remove what this lab's lab-up made and the Terraform state lost (--purge: all the lab's)")):
+        c = cmds.add_parser(name, help=text)
+        c.add_argument("lab_json", help="the lab as lab-up resolved it (build/<lab>/lab.json)")
+        c.add_argument("--deployment", help="the lab's deployment id (build/<lab>/deployment)")
+        if name == "sweep":
+            c.add_argument("--purge", action="store_true", help="remove what others made with the lab's tags too")
+            c.add_argument("--state", help="remove only what this Terraform state file does not record (before a destroy)")
+    e = cmds.add_parser("expired", help="labs past their expiry tag that still hold resources")
+    e.add_argument("--region", action="append", required=True, help="a region to look in (repeatable)")
+    e.add_argument("--all-owners", action="store_true", help="everyone's labs, not only the user's")
+    p.set_defaults(handler=_cmd_aws)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
-    _add_calibrate, _add_progress, _add_registry, _add_run_dir,
+    _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws,
 )
 
 

@@ -29,6 +29,26 @@ require_fuse() {
   [[ -c /dev/fuse ]] || die "/dev/fuse is missing; the lab's ceph-fuse clients need FUSE (load the fuse module or give the container /dev/fuse)"
 }
 
+# A tool that lives in a virtual environment of its own (its dependencies conflict with
+# the kit's), made from a hash-locked requirements file and made again when the lock
+# changes: pip --require-hashes installs nothing the lock does not name and no file
+# whose hash it does not list.
+# Usage: ensure_locked_venv VENV LOCK WHAT   (WHAT: the package line to name, e.g. checkov)
+ensure_locked_venv() {
+  local venv=$1 lock=$2 what=$3 stamp want
+  stamp=$venv/.pfslab-lock.sha256
+  want=$(sha256sum "$lock" | cut -d' ' -f1)
+  [[ -x $venv/bin/python && -s $stamp && $(<"$stamp") == "$want" ]] && return 0
+  require_cmd python3
+  log "installing $(grep -o "^$what==[^ ]*" "$lock") into ${venv#"$PFSLAB_ROOT"/} from ${lock#"$PFSLAB_ROOT"/} (hash-checked)"
+  rm -rf "$venv"
+  python3 -m venv "$venv" || die "python3 -m venv failed; install python3-venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --require-hashes -r "$lock" >"$venv.install.log" 2>&1 ||
+    die "pip install --require-hashes -r ${lock#"$PFSLAB_ROOT"/} failed; see $venv.install.log"
+  rm -f "$venv.install.log"
+  printf '%s\n' "$want" >"$stamp"
+}
+
 # Terraform's CLI settings (TF_CLI_CONFIG_FILE): terraform/terraformrc, and when
 # PFSLAB_TF_PROVIDERS names a folder of providers (an air-gapped site's filesystem
 # mirror, <dir>/registry.terraform.io/<namespace>/<type>/<version>/<os_arch>/), a copy
@@ -50,6 +70,24 @@ use_tf_cli_config() {
   mv -f "$config.$$" "$config"
   export TF_CLI_CONFIG_FILE=$config
 }
+
+# Why a Terraform directory's providers cannot be installed here, from its `terraform
+# init` log (empty: they can, or init failed for another reason).
+# A package that does not match the lock file is never "unavailable": it is an error.
+# Usage: tf_providers_unavailable DIR INIT_LOG
+tf_providers_unavailable() {
+  local dir=$1 text
+  text=$(tr '\n' ' ' <"$2" | tr -s ' ')
+  [[ $text == *"doesn't match any of the checksums"* ]] && return 0
+  if [[ $text == *"was not found in any of the search locations"* ]]; then
+    echo "its providers ($(providers_of "$dir")) are not in PFSLAB_TF_PROVIDERS=${PFSLAB_TF_PROVIDERS:-}"
+  elif [[ $text == *"Failed to query available provider packages"* || $text == *"could not connect to registry"* ]]; then
+    echo "its providers ($(providers_of "$dir")) cannot be installed: no registry access and no PFSLAB_TF_PROVIDERS folder holding them"
+  fi
+}
+
+# The providers a directory declares (required_providers sources), comma-separated.
+providers_of() { sed -n 's/^ *source *= *"\([^./"][^"]*\)".*/\1/p' "$1"/*.tf | sort -u | paste -sd, -; }
 
 # Downloads are checked against a value pinned in the kit before anything unpacks,
 # runs or trusts them. Each check fails with one line: what, where the pin lives, the

@@ -1,39 +1,74 @@
 # shellcheck shell=bash
 # Target adapter: Amazon EC2 (registry/targets/aws.json). Sourced by scripts/lab and
 # scripts/images after scripts/lib/common.sh; defines the target_* functions only.
-
-# Any AWS credential source the SDKs read, without asking AWS.
-aws_configured() {
-  [[ -n ${AWS_ACCESS_KEY_ID:-} && -n ${AWS_SECRET_ACCESS_KEY:-} ]] && return 0
-  [[ -n ${AWS_PROFILE:-}${AWS_WEB_IDENTITY_TOKEN_FILE:-}${AWS_CONTAINER_CREDENTIALS_FULL_URI:-}${AWS_CONTAINER_CREDENTIALS_RELATIVE_URI:-} ]] && return 0
-  [[ -s ${AWS_SHARED_CREDENTIALS_FILE:-${HOME:-/nonexistent}/.aws/credentials} || -s ${AWS_CONFIG_FILE:-${HOME:-/nonexistent}/.aws/config} ]]
-}
+# The kit asks AWS through boto3 (pfslab aws, pfslab/aws.py); PFSLAB_AWS_ENDPOINT names
+# an EC2 API emulator to ask instead (the kit's tests: scripts/cloud-emulator).
 
 # Usage: target_credentials LAB WHO NONE    dies with one line when none work
 target_credentials() {
-  local who=$2 none=$3 out
-  if command -v aws >/dev/null 2>&1; then
-    # The CLI knows every source (profiles, SSO, instance roles): ask AWS itself.
-    out=$(timeout 60 aws sts get-caller-identity --output text 2>&1) && return 0
-    aws_configured &&
-      die "$who: AWS credentials were found but do not work (aws sts get-caller-identity: $(sed '/^$/d' <<<"$out" | tail -n 1)); $none"
-  elif aws_configured; then
-    return 0
-  fi
-  die "$who needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); $none"
+  local lab=$1 who=$2 none=$3 out region=us-east-1
+  [[ -z $lab ]] || region=$(lab_field "$lab" targets.aws.region)
+  # STS GetCallerIdentity knows every source the SDKs read (profiles, SSO, roles).
+  out=$(pfslab aws whoami --region "$region" 2>&1) && return 0
+  [[ $out != *"PFSLAB_AWS_ENDPOINT="* ]] || die "${out#pfslab aws: }; $none"
+  [[ $out == *"no AWS credentials"* ]] &&
+    die "$who needs AWS credentials (none found: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or run 'aws configure'); $none"
+  die "$who: AWS credentials were found but do not work (${out#pfslab aws: }); $none"
 }
 
-# What AWS still holds tagged with the lab and its owner, one ARN per line. Another
-# user's lab of the same name (same lab tag, another owner) is not this lab's leftover.
+# Terraform variables of this target beyond the kit's: the emulator's URL, when one is named.
+target_tf_vars() {
+  [[ -z ${PFSLAB_AWS_ENDPOINT:-} ]] || printf '%s\n' -var "aws_endpoint=$PFSLAB_AWS_ENDPOINT"
+}
+
+# Why the lab's machines do not boot (an emulator answers the API, nothing runs behind
+# it), or exit 1 when they do.
+target_emulated() {
+  [[ -n ${PFSLAB_AWS_ENDPOINT:-} ]] || return 1
+  echo "PFSLAB_AWS_ENDPOINT=$PFSLAB_AWS_ENDPOINT is an EC2 API emulator: no instance boots behind it"
+}
+
+aws_deployment_args() {
+  local file=$PFSLAB_ROOT/build/$1/deployment
+  [[ ! -s $file ]] || printf '%s\n' --deployment "$(<"$file")"
+}
+
+# What EC2 still holds tagged with the lab and its owner, one resource per line, asked
+# type by type (pfslab/aws.py). Another user's lab of the same name (same lab tag,
+# another owner) is not this lab's leftover.
 target_leftovers() {
-  local lab=$1 region owner
-  region=$(lab_field "$lab" targets.aws.region)
-  owner=$(lab_field "$lab" instance.owner)
-  aws resourcegroupstaggingapi get-resources --region "$region" --tag-filters "Key=lab,Values=$lab" "Key=owner,Values=$owner" \
-    --query 'ResourceTagMappingList[].ResourceARN' --output text | tr '\t' '\n' | sed '/^$/d; /^None$/d'
+  local args
+  mapfile -t args < <(aws_deployment_args "$1")
+  pfslab aws leftovers "$PFSLAB_LAB_JSON" "${args[@]}"
 }
 
-target_gone() { echo "nothing tagged lab=$1 owner=$(lab_field "$1" instance.owner) is left (aws resourcegroupstaggingapi get-resources)"; }
+# Remove what this lab's lab-up made and the Terraform state lost (an apply killed part
+# way). Usage: target_sweep LAB STATE_FILE (before destroy: only what the state does not
+# record) or target_sweep LAB "" PURGE (after it: the rest; PURGE, what others made with
+# the lab's tags too).
+target_sweep() {
+  local args
+  mapfile -t args < <(aws_deployment_args "$1")
+  [[ -z ${2:-} ]] || args+=(--state "$2")
+  [[ -z ${3:-} ]] || args+=(--purge)
+  pfslab aws sweep "$PFSLAB_LAB_JSON" "${args[@]}"
+}
+
+target_gone() { echo "nothing tagged lab=$1 owner=$(lab_field "$1" instance.owner) is left (EC2 asked type by type: instances, interfaces, volumes, addresses, groups, key pairs, VPC pieces)"; }
+
+# The user's labs past their expiry tag, in every region a lab of the kit uses (and
+# REGIONS); ALL=1 lists everyone's.
+target_expired() {
+  local dir args=() region
+  dir=$(mktemp -d)
+  pfslab lab export "$dir" >/dev/null
+  for region in $(jq -r '.targets.aws.region? // empty' "$dir"/*@aws.json | sort -u) ${REGIONS:-}; do
+    args+=(--region "$region")
+  done
+  rm -rf "$dir"
+  [[ -z ${ALL:-} ]] || args+=(--all-owners)
+  pfslab aws expired "${args[@]}"
+}
 
 # The instance's console as EC2 keeps it (cloud-init prints the host keys there): what
 # scripts/lib/remote.sh pins them from before the first SSH connection.

@@ -211,16 +211,29 @@ image_shims() {
   assert_nothing_built
 }
 
-@test "scripts/images aws when the AWS CLI says the credentials do not work: one line, exit 2" {
+# STS on this machine (tests/bats/fixtures/fake-sts.py): credentials that work, offline.
+# Its URL goes to FAKE_STS_URL; teardown ends it.
+start_fake_sts() {
+  local url=$BATS_TEST_TMPDIR/sts.url
+  python3 "$BATS_TEST_DIRNAME/fixtures/fake-sts.py" >"$url" 2>/dev/null 3>&- &
+  FAKE_STS_PID=$!
+  timeout 10 bash -c "until [[ -s '$url' ]]; do sleep 0.1; done"
+  FAKE_STS_URL=$(<"$url")
+}
+
+teardown() {
+  [[ -z ${FAKE_STS_PID:-} ]] || kill "$FAKE_STS_PID" 2>/dev/null || true
+}
+
+@test "scripts/images aws when STS cannot confirm the credentials: one line naming why, exit 2" {
   image_shims
-  shim aws 'echo "Unable to locate credentials" >&2; exit 253'
-  IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=wrong)
+  # Nothing answers on this port: the check says so instead of building.
+  IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=wrong AWS_EC2_METADATA_DISABLED=true PFSLAB_AWS_ENDPOINT=http://127.0.0.1:9)
   images aws all
   assert_failure 2
-  assert_output "[images] error: scripts/images aws: AWS credentials were found but do not work (aws sts get-caller-identity: Unable to locate credentials); nothing was built"
+  assert_output --regexp "^\[images\] error: scripts/images aws: AWS credentials were found but do not work \(checking the AWS credentials: AWS could not be reached \(Could not connect to the endpoint URL: \"http://127.0.0.1:9/\"\)\); nothing was built$"
   [[ ${#lines[@]} -eq 1 ]]
-  run calls
-  assert_output "aws sts get-caller-identity --output text"
+  assert_nothing_built
   [[ ! -e $BATS_TEST_TMPDIR/images ]]
 }
 
@@ -237,7 +250,8 @@ image_shims() {
   # The packer shim records the template directory it was given.
   shim packer 'for a in "$@"; do [[ -d $a ]] && ls "$a" >"$SHIM_STATE/templates"; done; exit 0'
   for t in git gzip tar sha256sum od env nproc; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
-  IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret)
+  start_fake_sts
+  IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret PFSLAB_AWS_ENDPOINT="$FAKE_STS_URL")
   images aws server
   assert_success
   run cat "$SHIM_STATE/templates"

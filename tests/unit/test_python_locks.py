@@ -20,6 +20,7 @@ PIP_LOCKS = {
     "requirements.lock": ["requirements.txt", "requirements-build.txt"],
     "requirements-dev.lock": ["requirements.txt", "requirements-build.txt", "requirements-dev.txt"],
     "requirements-checkov.lock": ["requirements-checkov.txt"],
+    "requirements-emulator.lock": ["requirements-emulator.txt"],
 }
 
 
@@ -35,7 +36,8 @@ def direct_pins(path: Path) -> dict[str, str]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)", line)
+        # An extra (moto[server]) selects dependencies; the lock pins the package itself.
+        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[A-Za-z0-9,._-]+\])?==([^\s;]+)", line)
         assert match, f"{path.name}: '{line}' is not pinned as name==version"
         pins[normalize(match.group(1))] = match.group(2)
     return pins
@@ -97,6 +99,10 @@ def test_installers_use_only_the_locks_with_require_hashes() -> None:
     assert 'ensure_requirements "$PFSLAB_ROOT/requirements.lock"' in deps
     assert 'ensure_requirements "$PFSLAB_ROOT/requirements-dev.lock"' in deps
     assert "requirements.txt\"" not in deps and "requirements-dev.txt\"" not in deps
-    checkov = (KIT / "scripts" / "checkov").read_text(encoding="utf-8")
-    assert re.search(r'pip" install -q --require-hashes -r "\$LOCK"', checkov)
-    assert "requirements-checkov.lock" in checkov
+    common = (KIT / "scripts" / "lib" / "common.sh").read_text(encoding="utf-8")
+    assert re.search(r'pip" install -q --disable-pip-version-check --require-hashes -r "\$lock"', common)
+    # The tools with environments of their own install only their locks, through it.
+    for script, lock in (("checkov", "requirements-checkov.lock"), ("cloud-emulator", "requirements-emulator.lock")):
+        text = (KIT / "scripts" / script).read_text(encoding="utf-8")
+        assert lock in text and 'ensure_locked_venv "$VENV" "$LOCK"' in text, script
+        assert "pip install" not in text and 'pip" install' not in text, script

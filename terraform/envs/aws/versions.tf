@@ -20,4 +20,11 @@ provider "aws" {
   default_tags {
     tags = module.plan.tags
   }
+
+  # Null (AWS itself) unless an emulator is named: credentials are still checked,
+  # through the emulator's own STS.
+  endpoints {
+    ec2 = var.aws_endpoint
+    sts = var.aws_endpoint
+  }
 }

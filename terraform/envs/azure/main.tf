@@ -9,6 +9,7 @@ module "plan" {
   ssh_public_key = trimspace(file(var.ssh_public_key_file))
   owner          = var.owner
   expiry         = var.expiry
+  deployment     = var.deployment
 }
 
 locals {

@@ -11,6 +11,7 @@ module "plan" {
   ssh_public_key = fileexists(var.ssh_public_key_file) ? trimspace(file(var.ssh_public_key_file)) : null
   owner          = var.owner
   expiry         = var.expiry
+  deployment     = var.deployment
 }
 
 locals {

@@ -22,3 +22,14 @@ variable "expiry" {
     error_message = "The expiry must be an RFC 3339 timestamp."
   }
 }
+
+variable "deployment" {
+  description = "Deployment tag: the random id scripts/lab draws at the lab's first lab-up (build/<lab>/deployment); null leaves the tag out."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.deployment == null || can(regex("^[0-9a-f]{16}$", coalesce(var.deployment, "x")))
+    error_message = "The deployment must be 16 lower-case hex digits."
+  }
+}

@@ -10,6 +10,7 @@ module "plan" {
   ssh_public_key = var.ssh_public_key
   owner          = var.owner
   expiry         = var.expiry
+  deployment     = var.deployment
 }
 
 output "user_data" {

@@ -46,12 +46,12 @@ locals {
   # The resolved lab (pfslab lab show) has the target's expiry_hours, the schema's
   # default filled in; the kit also fixes var.expiry at the first lab-up.
   expiry_hours = try(local.tmap.expiry_hours, null)
-  tags = {
+  tags = merge({
     lab    = local.lab.name
     owner  = local.owner
     expiry = var.expiry != null ? var.expiry : (local.expiry_hours == null ? null : timeadd(plantimestamp(), "${local.expiry_hours}h"))
     pfslab = "managed"
-  }
+  }, var.deployment == null ? {} : { deployment = var.deployment })
 
   # Local data drives the lab file says a node of the group has (hardware.drives, not os).
   hw_nvme = { for g in local.lab.node_groups : g.name => sum(concat([0], [for d in try(g.hardware.drives, []) : d.count if contains(["nvme", "ssd", "hdd"], d.kind) && d.use != "os"])) }

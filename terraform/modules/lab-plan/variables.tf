@@ -79,6 +79,17 @@ variable "expiry" {
   }
 }
 
+variable "deployment" {
+  description = "Value of the deployment tag: a random id the kit draws at the lab's first lab-up (build/<lab>/deployment). lab-down removes what carries it even when an interrupted apply left it out of the Terraform state; what carries the lab's tags without it was made by someone else, and is only reported. Null leaves the tag out."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.deployment == null || can(regex("^[0-9a-f]{16}$", coalesce(var.deployment, "x")))
+    error_message = "The deployment must be 16 lower-case hex digits (scripts/lab draws it)."
+  }
+}
+
 variable "node_kit_root" {
   description = "Where the kit is installed on cloud and bare-metal nodes (baked into the images by Packer); cloud-init runs its role scripts from there."
   type        = string

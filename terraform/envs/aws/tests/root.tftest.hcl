@@ -65,6 +65,12 @@ run "aws_cephfs" {
   variables {
     lab_file   = abspath("../../../build/terraform-test/aws-cephfs@aws.json")
     state_root = "/opt/pfslab/build/aws-cephfs"
+    deployment = "0123456789abcdef"
+  }
+
+  assert {
+    condition     = output.inventory.aws.tags.deployment == "0123456789abcdef" && output.inventory.aws.tags.lab == "aws-cephfs"
+    error_message = "The deployment id scripts/lab draws tags every resource (the provider's default_tags) and is in the inventory."
   }
 
   assert {

@@ -165,3 +165,32 @@ run "rejects_a_bad_public_key" {
 
   expect_failures = [var.ssh_public_key]
 }
+
+run "the_deployment_id_tags_every_cloud_resource_when_given" {
+  command = plan
+
+  variables {
+    lab_file   = "../../../build/terraform-test/aws-cephfs@aws.json"
+    target     = "aws"
+    paths      = {}
+    deployment = "0123456789abcdef"
+  }
+
+  assert {
+    condition     = output.tags.deployment == "0123456789abcdef" && output.tags.lab == "aws-cephfs" && output.tags.pfslab == "managed"
+    error_message = "The deployment id joins the lab's tags (lab-down tells the kit's own resources from others' by it)."
+  }
+}
+
+run "rejects_a_deployment_id_that_is_not_16_hex_digits" {
+  command = plan
+
+  variables {
+    lab_file   = "../../../build/terraform-test/aws-cephfs@aws.json"
+    target     = "aws"
+    paths      = {}
+    deployment = "managed"
+  }
+
+  expect_failures = [var.deployment]
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env bats
+# Terraform applied for real: the kit's AWS root and adapter, with the real AWS provider,
+# against an EC2 API emulator on this machine (scripts/cloud-emulator: moto plus the
+# calls it lacks). For each shipped AWS lab, `make lab-up` applies the real plan and
+# writes the inventory, `make lab-down` destroys it, and EC2 itself (asked by this test's
+# own code, tests/cloud/ec2_query.py, not the kit's) lists nothing tagged with the lab;
+# the same after an apply killed with SIGKILL part way. A resource tagged with the lab
+# but made outside Terraform is reported and removed only with PURGE=1; `make expired`
+# lists the user's labs past their expiry tag.
+# `make test-cloud` (and .ci/run) runs it; it needs the AWS provider in a Terraform
+# filesystem mirror (PFSLAB_TF_PROVIDERS) and PyPI for the emulator's first start.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+load ../lib/skip-file
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+setup_file() {
+  local mirror=${PFSLAB_TF_PROVIDERS:-}
+  if [[ -z $mirror || -z $(compgen -G "$mirror/registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws_*") ]]; then
+    skip_file "the AWS provider is not in PFSLAB_TF_PROVIDERS='$mirror' (a Terraform filesystem mirror holding hashicorp/aws)"
+    return 0
+  fi
+  [[ -x $REPO/.venv/bin/pfslab ]] || { skip_file "the kit's Python environment is missing: run 'make deps'"; return 0; }
+  if [[ -s $REPO/build/active-lab ]]; then
+    echo "# lab $(cat "$REPO/build/active-lab") is up in $REPO; this test brings up its own and refuses to share" >&3
+    return 1
+  fi
+  PFSLAB_AWS_ENDPOINT=$("$REPO/scripts/cloud-emulator" start 2>&3 | tail -n 1)
+  export PFSLAB_AWS_ENDPOINT AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=us-east-1
+  # One wave of creations: the provider waits 10 s per instance it starts, ten at a
+  # time by default (a Terraform option; the kit's own commands are unchanged).
+  export TF_CLI_ARGS_apply=-parallelism=64 TF_CLI_ARGS_destroy=-parallelism=64
+  # Nothing of the user's own AWS configuration may reach the emulator or AWS.
+  export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true
+  unset AWS_PROFILE AWS_SESSION_TOKEN
+}
+
+setup() { skip_when_file_skipped; }
+
+teardown_file() {
+  local lab
+  if [[ -z ${PFSLAB_SKIP_FILE:-} && -n ${PFSLAB_AWS_ENDPOINT:-} ]]; then
+    for lab in aws-cephfs aws-beegfs-medium aws-nfs; do
+      [[ ! -d $REPO/build/$lab ]] || PFSLAB_PURGE=1 "$REPO/scripts/lab" down "$lab" >/dev/null 2>&1 || true
+    done
+    "$REPO/scripts/cloud-emulator" stop >/dev/null 2>&1 || true
+  fi
+}
+
+# Run a command and say how long it took (the closing notes quote these lines).
+timed() {
+  local what=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  echo "# timing: $what $((SECONDS - start)) s (exit $rc)" >&3
+  return "$rc"
+}
+
+ec2() { "$REPO/build/cloud-emulator/venv/bin/python" "$REPO/tests/cloud/ec2_query.py" "$@"; }
+resolved() { "$REPO/.venv/bin/pfslab" lab show "$1" --instance | jq -r "$2"; }
+owner() { resolved "$1" .instance.owner; }
+
+# What EC2 holds tagged with the lab and this user as owner (empty: nothing).
+tagged_with_lab() { ec2 tagged "lab=$1" "owner=$(owner "$1")"; }
+
+lab_up_checked() {
+  local lab=$1 inv nodes efa
+  run timed "lab-up $lab" make -C "$REPO" --no-print-directory lab-up LAB="$lab"
+  echo "$output" | grep -v '^\[lab\] removed' >&3
+  assert_success
+  assert_line --regexp "^\[lab\] terraform: Apply complete! Resources: [0-9]+ added, 0 changed, 0 destroyed\.$"
+  assert_line "[lab] PFSLAB_AWS_ENDPOINT=$PFSLAB_AWS_ENDPOINT is an EC2 API emulator: no instance boots behind it, so the SSH bring-up (host keys, first boot, cluster files, roles, preflight, calibration) is skipped"
+  inv=$REPO/build/$lab/inventory.json
+  nodes=$(resolved "$lab" '.derived.nodes | length')
+  efa=$(resolved "$lab" '[.derived.nodes[].group as $g | .targets.aws.groups[$g].efa_interfaces] | add')
+  # The inventory names what was created: one instance per node, its EFA interfaces,
+  # the placement and security groups, the tags.
+  assert_equal "$(jq '.aws.instance_ids | length' "$inv")" "$nodes"
+  assert_equal "$(jq '[.aws.efa_interfaces[]] | flatten | length' "$inv")" "$efa"
+  assert_equal "$(jq -r .aws.placement_group "$inv")" "pfslab-$lab"
+  assert_equal "$(jq -r '.aws.tags | "\(.lab) \(.owner) \(.deployment)"' "$inv")" "$lab $(owner "$lab") $(cat "$REPO/build/$lab/deployment")"
+  # EC2 itself: those instances, of the planned types, in the placement group; EFA
+  # interfaces of type efa; the security group admits its members and SSH from
+  # ssh_cidrs only; every volume carries the lab's tags.
+  run ec2 run "
+inv = json.load(open('$inv'))
+ids = list(inv['aws']['instance_ids'].values())
+found = [i for r in ec2.describe_instances(InstanceIds=ids)['Reservations'] for i in r['Instances']]
+print('instances', len(found), sorted({i['Placement']['GroupName'] for i in found}))
+print('types', sorted({i['InstanceType'] for i in found}))
+efa = [e for ids in inv['aws']['efa_interfaces'].values() for e in ids]
+print('efa', len(efa), sorted({n['InterfaceType'] for n in ec2.describe_network_interfaces(NetworkInterfaceIds=efa)['NetworkInterfaces']}) if efa else [])
+g = ec2.describe_security_groups(GroupIds=[inv['aws']['security_group']])['SecurityGroups'][0]
+print('ingress', sorted(r.get('IpProtocol') + ':' + ','.join([p['GroupId'] for p in r['UserIdGroupPairs']] + [c['CidrIp'] for c in r['IpRanges']]) for r in g['IpPermissions']))
+vols = ec2.describe_volumes(Filters=[{'Name': 'attachment.instance-id', 'Values': ids}])['Volumes']
+print('volumes', len(vols), all({t['Key']: t['Value'] for t in v.get('Tags', [])}.get('lab') == '$lab' for v in vols))
+"
+  assert_success
+  assert_line "instances $nodes ['pfslab-$lab']"
+  assert_line "types $(resolved "$lab" '[.targets.aws.groups[].instance_type] | unique | map("'"'"'" + . + "'"'"'") | "[" + join(", ") + "]"')"
+  if ((efa > 0)); then assert_line "efa $efa ['efa']"; else assert_line "efa 0 []"; fi
+  assert_line "ingress ['-1:$(jq -r .aws.security_group "$inv")', 'tcp:$(resolved "$lab" '.targets.aws.ssh_cidrs | join(",")')']"
+  assert_line --regexp "^volumes [1-9][0-9]* True$"
+}
+
+lab_down_checked() {
+  local lab=$1
+  run timed "lab-down $lab" make -C "$REPO" --no-print-directory lab-down
+  echo "$output" | grep -v '^\[lab\] removed: module' >&3
+  assert_success
+  assert_line --regexp "^\[lab\] lab $lab is down in [0-9]+ s; nothing tagged lab=$lab owner=$(owner "$lab") is left \(EC2 asked type by type"
+  run tagged_with_lab "$lab"
+  assert_success
+  assert_output ""
+  [ ! -e "$REPO/build/$lab" ]
+  [ ! -e "$REPO/build/active-lab" ]
+}
+
+# lab-up killed with SIGKILL while Terraform creates the instances: some of what it made
+# is in no state file. Then lab-down removes it all.
+killed_apply_then_down() {
+  local lab=$1 log=$BATS_FILE_TMPDIR/killed-$1.log pid orphans
+  make -C "$REPO" --no-print-directory lab-up LAB="$lab" >"$log" 2>&1 &
+  pid=$!
+  timeout 300 bash -c "until grep -q 'aws_instance.node.*Creation complete' '$REPO/build/$lab/terraform-apply.log' 2>/dev/null; do sleep 0.2; done"
+  pkill -KILL -f "^terraform -chdir=$REPO/terraform/envs/aws apply"
+  local rc=0
+  wait "$pid" || rc=$?
+  [ "$rc" -ne 0 ]
+  # What EC2 has of the lab that the state does not record: the sweep's work.
+  orphans=$(comm -23 <(tagged_with_lab "$lab" | cut -d' ' -f2 | sort) \
+    <(jq -r '.resources[].instances[].attributes | .id, .key_name // empty' "$REPO/build/$lab/terraform.tfstate" | sort -u) | wc -l)
+  echo "# $lab: apply killed with $(tagged_with_lab "$lab" | wc -l) resources in EC2, $orphans of them in no state file" >&3
+  ((orphans > 0))
+  lab_down_checked "$lab"
+  run pgrep -f "terraform-provider-aws|terraform -chdir=$REPO"
+  assert_failure
+}
+
+@test "aws-cephfs: lab-up applies the real plan to the emulator and writes the inventory; lab-down leaves nothing tagged with the lab" {
+  lab_up_checked aws-cephfs
+  lab_down_checked aws-cephfs
+}
+
+@test "aws-beegfs-medium: 39 instances, 38 EFA interfaces up; lab-down leaves nothing" {
+  lab_up_checked aws-beegfs-medium
+  lab_down_checked aws-beegfs-medium
+}
+
+@test "aws-nfs: up; a resource tagged with the lab but made outside Terraform is reported, and removed only with PURGE=1" {
+  local lab=aws-nfs me stray other
+  lab_up_checked "$lab"
+  me=$(owner "$lab")
+  stray=$(ec2 run "print(ec2.create_volume(AvailabilityZone='us-east-1b', Size=1, TagSpecifications=[{'ResourceType': 'volume', 'Tags': [{'Key': 'lab', 'Value': '$lab'}, {'Key': 'owner', 'Value': '$me'}]}])['VolumeId'])")
+  other=$(ec2 run "print(ec2.create_volume(AvailabilityZone='us-east-1b', Size=1, TagSpecifications=[{'ResourceType': 'volume', 'Tags': [{'Key': 'lab', 'Value': '$lab'}, {'Key': 'owner', 'Value': 'someone-else'}]}])['VolumeId'])")
+  run timed "lab-down $lab (a stray volume)" make -C "$REPO" --no-print-directory lab-down
+  assert_failure 2
+  assert_line "[lab] left behind: volume $stray: tagged lab=$lab owner=$me but not made by this lab's lab-up"
+  assert_line "[lab] error: lab $lab is not completely down; the lines above are still tagged lab=$lab owner=$me; check them, then remove them yourself or with 'make lab-down LAB=$lab PURGE=1'"
+  refute_output --partial "$other"
+  run tagged_with_lab "$lab"
+  assert_output "volume $stray"
+  run timed "lab-down $lab PURGE=1" make -C "$REPO" --no-print-directory lab-down LAB="$lab" PURGE=1
+  assert_success
+  assert_line "[lab] removed volume $stray"
+  run tagged_with_lab "$lab"
+  assert_output ""
+  # Another owner's lab of the same name is not this user's to remove.
+  run ec2 tagged "lab=$lab" owner=someone-else
+  assert_output "volume $other"
+  ec2 run "ec2.delete_volume(VolumeId='$other')"
+}
+
+@test "aws-cephfs: an apply killed with SIGKILL part way, then lab-down: nothing tagged with the lab is left" {
+  killed_apply_then_down aws-cephfs
+}
+
+@test "aws-beegfs-medium: an apply killed with SIGKILL part way, then lab-down: nothing tagged with the lab is left" {
+  killed_apply_then_down aws-beegfs-medium
+}
+
+@test "aws-nfs: an apply killed with SIGKILL part way, then lab-down: nothing tagged with the lab is left" {
+  killed_apply_then_down aws-nfs
+}
+
+@test "make expired lists the user's labs past their expiry tag, and only with ALL=1 another user's" {
+  local me ids
+  me=$(owner aws-cephfs)
+  ids=$(ec2 run "
+def vol(lab, owner, expiry):
+    tags = {'pfslab': 'managed', 'lab': lab, 'owner': owner, 'expiry': expiry}
+    return ec2.create_volume(AvailabilityZone='us-east-1a', Size=1, TagSpecifications=[{'ResourceType': 'volume', 'Tags': [{'Key': k, 'Value': v} for k, v in tags.items()]}])['VolumeId']
+print(vol('old-lab', '$me', '2020-01-01T00:00:00Z'), vol('old-lab', '$me', '2020-01-01T00:00:00Z'),
+      vol('fresh-lab', '$me', '2999-01-01T00:00:00Z'), vol('their-lab', 'someone-else', '2021-06-01T12:00:00Z'))")
+  run make -C "$REPO" --no-print-directory expired
+  assert_success
+  assert_line --regexp "^lab old-lab \(owner $me, us-east-1\) expired at 2020-01-01T00:00:00Z, [0-9]+\.[0-9] h ago, and still holds 2 volumes: make lab-down LAB=old-lab$"
+  refute_output --partial "fresh-lab"
+  refute_output --partial "their-lab"
+  assert_line "1 expired lab(s) of owner $me in us-east-1"
+  run make -C "$REPO" --no-print-directory expired ALL=1
+  assert_success
+  assert_line --regexp "^lab their-lab \(owner someone-else, us-east-1\) expired at 2021-06-01T12:00:00Z"
+  assert_line "2 expired lab(s) of anyone in us-east-1"
+  ec2 run "[ec2.delete_volume(VolumeId=v) for v in '$ids'.split()]"
+}
+
+@test "lab-up with no provider in PFSLAB_TF_PROVIDERS: one line, nothing created" {
+  local empty=$BATS_FILE_TMPDIR/no-providers
+  mkdir -p "$empty"
+  PFSLAB_TF_PROVIDERS=$empty run make -C "$REPO" --no-print-directory lab-up LAB=aws-cephfs
+  assert_failure 2
+  assert_line "[lab] error: lab aws-cephfs: terraform init failed in terraform/envs/aws: its providers (hashicorp/aws) are not in PFSLAB_TF_PROVIDERS=$empty; nothing was created (only $REPO/build/aws-cephfs/terraform-init.log was written)"
+  run tagged_with_lab aws-cephfs
+  assert_output ""
+  rm -rf "$REPO/build/aws-cephfs"
+}
