@@ -56,6 +56,11 @@ def schema_default(definition: str, field: str) -> Any:
     return _schema()["$defs"][definition]["properties"][field]["default"]
 
 
+def schema_enum(definition: str, field: str) -> list[str]:
+    """The values the schema allows for a field of one of its definitions."""
+    return [str(v) for v in _schema()["$defs"][definition]["properties"][field]["enum"]]
+
+
 def _resolve_ref(node: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in node:
         node = _schema()["$defs"][str(node["$ref"]).rsplit("/", 1)[-1]]

@@ -128,7 +128,9 @@ def _workload_title(run: runs.Run, workload_id: str) -> str:
 
 
 def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
-    """Per workload and figure: measured peak and sustained beside the published ones (seed Table 4 layout)."""
+    """Per workload and figure: measured peak, sustained and plateau floor beside the published ones
+    (seed Table 4 layout, and the floors the seeds' texts state). A start-of-curve value is
+    no peak: it is judged at its own thread count only and not listed here."""
     grouped: dict[tuple[str, str], list[verdict.Row]] = defaultdict(list)
     for row in rows:
         if row.measured is not None and row.point != "sweep":
@@ -137,7 +139,7 @@ def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
     for (workload_id, figure), series in sorted(grouped.items()):
         unit = series[0].unit
         published = {r.kind: r for r in run.references if r.workload == workload_id and r.operation == figure
-                     and r.kind in ("peak", "sustained")}
+                     and r.kind in ("peak", "sustained", "floor")}
         if published:
             unit = next(iter(published.values())).unit
         values = [convert(r.measured or 0.0, r.unit, unit) for r in series]
@@ -145,8 +147,9 @@ def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
         table.append({
             "workload": workload_id, "figure": figure, "unit": unit,
             "peak": values[best], "peak_at": series[best].point,
-            "sustained": statistics.median(values[best:]),
+            "sustained": statistics.median(values[best:]), "floor": min(values[best:]),
             "published_peak": published.get("peak"), "published_sustained": published.get("sustained"),
+            "published_floor": published.get("floor"),
         })
     return table
 
@@ -188,20 +191,22 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         (f"<p class='fail'>{_esc(summary['health'])}</p>" if summary.get("health") else ""),
         "<h2>Scaling</h2>",
         "<p>Measured curves are solid; reference curves (published values or the lab's baseline) dashed in the same "
-        "colour; dotted lines are references that hold over the whole sweep (peaks, plateaus, hardware limits).</p>",
+        "colour; dotted lines are references that hold over the whole sweep (peaks, plateaus, floors, hardware limits).</p>",
     ]
     for title, png in drawn:
         parts.append(f"<h3>{_esc(title)}</h3>{_img(png)}")
     if not drawn:
         parts.append("<p>No figures were measured and the lab has no published curve.</p>")
     parts.append("<h2>Peak and sustained</h2><table><tr><th>workload</th><th>figure</th><th>measured peak</th>"
-                 "<th>published peak</th><th>measured sustained</th><th>published sustained</th></tr>")
+                 "<th>published peak</th><th>measured sustained</th><th>published sustained</th>"
+                 "<th>lowest after the peak</th><th>published floor</th></tr>")
     for entry in peak_table(run, rows):
         parts.append(
             f"<tr><td>{_esc(entry['workload'])}</td><td>{_esc(entry['figure'])}</td>"
             f"<td>{_fmt(entry['peak'])} {_esc(entry['unit'])} @ {_esc(entry['peak_at'])}</td>"
             f"<td>{_published(entry['published_peak'])}</td>"
-            f"<td>{_fmt(entry['sustained'])} {_esc(entry['unit'])}</td><td>{_published(entry['published_sustained'])}</td></tr>"
+            f"<td>{_fmt(entry['sustained'])} {_esc(entry['unit'])}</td><td>{_published(entry['published_sustained'])}</td>"
+            f"<td>{_fmt(entry['floor'])} {_esc(entry['unit'])}</td><td>{_published(entry['published_floor'])}</td></tr>"
         )
     parts.append("</table>")
     parts.append("<h2>Verdict</h2><table><tr><th>test</th><th>workload</th><th>threads</th><th>figure</th>"
@@ -227,13 +232,21 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         parts.append(f"<p>{_esc(lines[0])}</p><ul>" + "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
                      + "</ul><p>The probes and the floors are the kit's policy (reframe/references/policy.yaml, "
                        "section calibration); the probe figures were measured on this machine, through this lab.</p>")
-    derivations = derive.derive(run.lab)
+    # Every derivation of the patterns this lab runs, used or not: a reader sees what its
+    # hardware implies even where a published value judged the figure instead.
+    run_patterns = set(run.patterns().values())
+    derivations = [d for pattern, by_direction in derive.derive(run.lab).items() if pattern in run_patterns
+                   for d in by_direction.values()]
     if derivations:
         parts.append("<h2>Hardware-derived thresholds</h2>")
-        for d in derivations.values():
-            parts.append(f"<p><b>{_esc(d.direction)}</b></p><ul>" + "".join(f"<li>{_esc(line)}</li>" for line in d.lines)
-                         + f"<li>source: {_esc(d.source.get('document'))}, {_esc(d.source.get('where'))}: "
-                           f"&ldquo;{_esc(d.source.get('quote'))}&rdquo;</li></ul>")
+        for d in derivations:
+            peak = d.efficiency.peak_source
+            parts.append(f"<p><b>{_esc(d.pattern)} {_esc(d.direction)}</b></p><ul>"
+                         + "".join(f"<li>{_esc(line)}</li>" for line in d.lines)
+                         + f"<li>reached: {_esc(d.source.get('document'))}, {_esc(d.source.get('where'))}: "
+                           f"&ldquo;{_esc(d.source.get('quote'))}&rdquo;</li>"
+                         + f"<li>theoretical peak: {_esc(peak.get('document'))}, {_esc(peak.get('where'))}: "
+                           f"&ldquo;{_esc(peak.get('quote'))}&rdquo;</li></ul>")
     parts.append("<h2>References and their sources</h2><table><tr><th>workload</th><th>figure</th><th>threads</th>"
                  "<th>value</th><th>kind</th><th>source</th></tr>")
     for ref in run.references:
