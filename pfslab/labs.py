@@ -192,6 +192,7 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
             errors.append(f"imports: lab {stem} cannot import itself")
         elif not (LABS_DIR / f"{imported}.yaml").is_file():
             errors.append(f"imports: unknown lab {imported!r}; labs that exist: {', '.join(lab_names())}")
+    errors += _tuning_errors(data, counts)
     ids = [w["id"] for w in data.get("workloads", [])]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         errors.append(f"workloads: id {dup!r} is used twice")
@@ -200,6 +201,24 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
         _check_subnet(data, groups)
     except LabError as err:
         errors.append(str(err))
+    return errors
+
+
+#: The os_tuning settings that change a node's kernel; they go to the nodes of os_tuning.roles.
+KERNEL_TUNING = ("sysctl", "transparent_hugepages", "numa_balancing")
+
+
+def _tuning_errors(data: dict[str, Any], counts: dict[str, int]) -> list[str]:
+    """Kernel tuning goes where the lab says (os_tuning.roles): to roles the lab has, and
+    never nowhere without a word."""
+    tuning = data.get("os_tuning", {})
+    roles = tuning.get("roles", [])
+    errors = [f"os_tuning.roles: {role!r} is no role of this lab's node groups; they have: {', '.join(counts)}"
+              for role in roles if role not in counts]
+    kernel = [key for key in KERNEL_TUNING if key in tuning and tuning[key] != {}]
+    if kernel and not roles:
+        errors.append(f"os_tuning: {', '.join(kernel)} set but os_tuning.roles names no role to apply them to; "
+                      f"allowed: roles of this lab ({', '.join(counts)}), e.g. the servers the source tuned")
     return errors
 
 

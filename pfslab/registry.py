@@ -202,6 +202,7 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
         for f in fams.values()
     ]
     defs["node_group"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
+    defs["os_tuning"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
     out["properties"]["target"]["enum"] = list(tgts)
     defs["targets"]["properties"] = {t.target: {"$ref": f"#/$defs/{t.settings_key}"} for t in tgts.values()}
     return out

@@ -182,6 +182,8 @@ def test_beegfs_tuning_is_the_seeds() -> None:
                                 "vm.vfs_cache_pressure": 50, "vm.zone_reclaim_mode": 2, "kernel.numa_balancing": 0}
     assert tuning["transparent_hugepages"] == "never" and tuning["numa_balancing"] is False
     assert tuning["drop_caches"] == "between-phases"
+    # "... in place on the metadata and storage servers" (4): not the management server, not the clients.
+    assert tuning["roles"] == ["beegfs-meta", "beegfs-storage"]
     layouts = {tuple(s["groups"]): s for s in fs["servers"]}
     assert layouts[("mds",)]["meta"]["lba_format_bytes"] == 512
     assert layouts[("mds",)]["storage"]["lba_format_bytes"] == 4096
