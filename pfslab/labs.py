@@ -375,6 +375,22 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+def release(lab: dict[str, Any]) -> dict[str, Any]:
+    """The file system's release: the one the lab was characterised with (filesystem.version,
+    a seed lab's is the seed's) and, where the kit chooses what the nodes install (the
+    family's ``installed_version`` setting, its default filled in), that one and its field."""
+    fs = lab["filesystem"]
+    family = registry.family(fs["type"])
+    out: dict[str, Any] = {"type": fs["type"], "characterised": fs.get("version"), "installed": None, "installed_field": None}
+    if family.installed_version:
+        node: Any = fs.get(family.family, {})
+        for part in family.installed_version.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        out["installed"] = node
+        out["installed_field"] = f"filesystem.{family.family}.{family.installed_version}"
+    return out
+
+
 def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:
     """The lab's nodes, named ``<group><index>`` (:mod:`pfslab.layout`)."""
     return layout.nodes(lab)

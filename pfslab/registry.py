@@ -52,6 +52,9 @@ class Family:
     title: str
     roles: tuple[Role, ...]
     settings: dict[str, Any]
+    #: The dotted setting under filesystem.<family> naming the release the role installs
+    #: (its default is the kit's release), or None when the kit does not choose it.
+    installed_version: str | None = None
 
     def role_names(self) -> list[str]:
         return [r.name for r in self.roles]
@@ -132,7 +135,7 @@ def _load(path: Path) -> Family:
              bool(r.get("data")), bool(r.get("client")))
         for r in doc["roles"]
     )
-    return Family(fs, fam, doc["title"], roles, doc["settings"])
+    return Family(fs, fam, doc["title"], roles, doc["settings"], doc.get("installed_version"))
 
 
 @lru_cache(maxsize=4)
