@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016
 # The GPFS role against command shims (seeds 000/004, PixStor: 8 MiB blocks split into
-# 256 subblocks of 32 KiB, scatter allocation, pagepool 16 GiB). GPFS is licensed:
-# nothing here runs it, and the role must refuse when the user's installer is absent.
+# 256 subblocks of 32 KiB, which GPFS 5.x gives beside 2 MiB metadata blocks, scatter
+# allocation, pagepool 16 GiB). GPFS is licensed: nothing here runs it, and the role
+# must refuse when the user's installer is absent.
 
 load helpers
 
