@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pfslab import derive, plots, references, runs, verdict, workloads
+from pfslab import deviations, derive, labs, plots, references, runs, verdict, workloads
 from pfslab.units import convert, kind_of
 
 CSS = """
@@ -170,6 +171,32 @@ def _published(ref: references.Reference | None) -> str:
     return f"{_fmt(ref.value)} {_esc(ref.unit)}{at}"
 
 
+def _short(value: Any, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def lab_deviations(run: runs.Run) -> list[dict[str, Any]]:
+    """The departures from its sources the run's lab file declares: recorded with the run
+    (provenance.json), else read from the lab file kept beside it."""
+    recorded = run.provenance.get("deviations")
+    if isinstance(recorded, list):
+        return recorded
+    stored = run.path / "lab.yaml"
+    return [d.to_json() for d in deviations.for_file(stored)] if stored.is_file() else []
+
+
+def release_line(run: runs.Run) -> str:
+    """What the nodes installed beside what the lab's source ran."""
+    rel = run.provenance.get("filesystem") or labs.release(run.lab)
+    source = f"the lab's source ran {rel['characterised']} (filesystem.version)" if rel.get("characterised") else ""
+    if rel.get("installed"):
+        kit = f"the kit installs {rel['installed']} ({rel['installed_field']})"
+    else:
+        kit = "the release the nodes' packages or installer give (not the kit's to choose)"
+    return f"{rel['type']}: {kit}" + (f"; {source}" if source else "")
+
+
 def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     """Write ``report.html`` and one PNG per workload into ``<run>/report/``; return the HTML path."""
     out_dir = out_dir or run.path / "report"
@@ -247,6 +274,18 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
                            f"&ldquo;{_esc(d.source.get('quote'))}&rdquo;</li>"
                          + f"<li>theoretical peak: {_esc(peak.get('document'))}, {_esc(peak.get('where'))}: "
                            f"&ldquo;{_esc(peak.get('quote'))}&rdquo;</li></ul>")
+    declared = lab_deviations(run)
+    parts.append("<h2>Where the lab departs from its sources</h2>")
+    if declared:
+        parts.append("<p>Each departure the lab file declares beside its value (a &ldquo;kit&rsquo;s choice&rdquo; "
+                     "note), as written there.</p><table><tr><th>field</th><th>value</th>"
+                     "<th>why</th><th>lab file</th></tr>")
+        for dev in declared:
+            parts.append(f"<tr><td><code>{_esc(dev.get('field'))}</code></td><td><code>{_esc(_short(dev.get('value')))}</code></td>"
+                         f"<td>{_esc(dev.get('note'))}</td><td>{_esc(dev.get('file'))}</td></tr>")
+        parts.append("</table>")
+    else:
+        parts.append("<p>The lab file declares no departure from a source (no &ldquo;kit&rsquo;s choice&rdquo; note).</p>")
     parts.append("<h2>References and their sources</h2><table><tr><th>workload</th><th>figure</th><th>threads</th>"
                  "<th>value</th><th>kind</th><th>source</th></tr>")
     for ref in run.references:
@@ -261,6 +300,7 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     for key, value in (
         ("kit commit", f"{git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}"),
         ("lab file sha256", prov.get("lab_file_sha256")),
+        ("file system", release_line(run)),
         ("host, kernel", f"{prov.get('host')}, {prov.get('kernel')}"),
         ("spack.lock sha256", prov.get("spack_lock_sha256") or "no toolchain lock"),
         ("ReFrame command", session.get("cmdline")),

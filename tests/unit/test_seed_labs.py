@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pfslab import derive, labs, references, workloads
+from pfslab import derive, deviations, labs, references, registry, workloads
 from pfslab.units import convert, kind_of
 
 KIT = Path(__file__).resolve().parents[2]
@@ -243,6 +243,8 @@ def test_beegfs_tuning_is_the_seeds() -> None:
                                 "vm.vfs_cache_pressure": 50, "vm.zone_reclaim_mode": 2, "kernel.numa_balancing": 0}
     assert tuning["transparent_hugepages"] == "never" and tuning["numa_balancing"] is False
     assert tuning["drop_caches"] == "between-phases"
+    # "... in place on the metadata and storage servers" (4): not the management server, not the clients.
+    assert tuning["roles"] == ["beegfs-meta", "beegfs-storage"]
     layouts = {tuple(s["groups"]): s for s in fs["servers"]}
     assert layouts[("mds",)]["meta"]["lba_format_bytes"] == 512
     assert layouts[("mds",)]["storage"]["lba_format_bytes"] == 4096
@@ -253,6 +255,28 @@ def test_pixstor_gpfs_settings_are_the_seeds() -> None:
     gpfs = load(PIXSTOR)["filesystem"]["gpfs"]
     assert (gpfs["block_size"], gpfs["subblocks_per_block"], gpfs["pagepool"], gpfs["allocation"]) == (
         "8M", 256, "16G", "scatter")
+    # The kit's choice that makes GPFS 5.x give the seed's 256 subblocks of 32 KiB (the
+    # role's arithmetic is tested with this lab in tests/bats/roles_gpfs.bats).
+    assert gpfs["metadata_block_size"] == "2M"
+    assert "filesystem.gpfs.metadata_block_size" in {d.field for d in deviations.for_file(labs.lab_path(PIXSTOR))}
+
+
+def test_nss_volume_and_nfsd_threads_are_explicit_kits_choices() -> None:
+    nfs = load(NSS)["filesystem"]["nfs"]
+    assert (nfs["lun_layout"], nfs["server_threads"]) == ("striped", 256)
+    notes = {d.field: d.note for d in deviations.for_file(labs.lab_path(NSS))}
+    assert notes["filesystem.nfs.lun_layout"].startswith("Kit's choice: the seed does not say how its 8 LUNs")
+    assert notes["filesystem.nfs.server_threads"].startswith("Kit's choice: the seed gives no nfsd thread count")
+
+
+def test_beegfs_labs_say_beside_the_version_that_the_kit_installs_another_release() -> None:
+    for name in BEEGFS:
+        lab = load(name)
+        release = labs.release(lab)
+        assert (release["characterised"], release["installed_field"]) == ("7.1.3", "filesystem.beegfs.repo.version")
+        assert release["installed"] == registry.family("beegfs").settings["beegfs"]["properties"]["repo"]["properties"]["version"]["default"]
+        notes = {d.field: d.note for d in deviations.for_file(labs.lab_path(lab_file(name)))}
+        assert "not the seed's 7.1.3" in notes["filesystem.version"], name
     assert len(labs.client_nodes(load(PIXSTOR))) == 16
 
 
