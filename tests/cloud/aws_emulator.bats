@@ -118,6 +118,13 @@ lab_down_checked() {
   [ ! -e "$REPO/build/active-lab" ]
 }
 
+# A zombie is not running: PID 1 here may not reap the children it inherits.
+still_running() {
+  local state
+  state=$(ps -o stat= -p "$1") || return 1
+  [[ $state != Z* ]]
+}
+
 # lab-up killed with SIGKILL while Terraform creates the instances: some of what it made
 # is in no state file. Then lab-down removes it all.
 killed_apply_then_down() {
@@ -125,7 +132,13 @@ killed_apply_then_down() {
   make -C "$REPO" --no-print-directory lab-up LAB="$lab" >"$log" 2>&1 &
   pid=$!
   timeout 300 bash -c "until grep -q 'aws_instance.node.*Creation complete' '$REPO/build/$lab/terraform-apply.log' 2>/dev/null; do sleep 0.2; done"
-  pkill -KILL -f "^terraform -chdir=$REPO/terraform/envs/aws apply"
+  # The apply and the provider it started, by PID: CI runs make test beside this file,
+  # whose terraform test runs start providers of their own.
+  local apply_pid plugin_pids
+  apply_pid=$(pgrep -f "^terraform -chdir=$REPO/terraform/envs/aws apply")
+  plugin_pids=$(pgrep -P "$apply_pid" || true)
+  [ -n "$plugin_pids" ]
+  kill -KILL "$apply_pid"
   local rc=0
   wait "$pid" || rc=$?
   [ "$rc" -ne 0 ]
@@ -135,7 +148,12 @@ killed_apply_then_down() {
   echo "# $lab: apply killed with $(tagged_with_lab "$lab" | wc -l) resources in EC2, $orphans of them in no state file" >&3
   ((orphans > 0))
   lab_down_checked "$lab"
-  run pgrep -f "terraform-provider-aws|terraform -chdir=$REPO"
+  local left
+  for left in $apply_pid $plugin_pids; do
+    run still_running "$left"
+    assert_failure
+  done
+  run pgrep -f "^terraform -chdir=$REPO/terraform/envs/aws (apply|destroy)|$REPO/build/$lab/\.terraform/providers/"
   assert_failure
 }
 
