@@ -19,6 +19,11 @@ class BeegfsClientDev(Package):
     homepage = "https://www.beegfs.io"
     has_code = False
 
+    # The BeeGFS 7 series' client headers. Spack needs a known version for IOR's
+    # dependency to be satisfiable (spack audit); the external that scripts/toolchain
+    # declares carries the version the node has installed.
+    version("7")
+
     def install(self, spec, prefix):
         raise InstallError(
             "beegfs-client-dev is taken from the system (scripts/roles/beegfs installs it on "
