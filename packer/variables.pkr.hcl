@@ -48,12 +48,12 @@ variable "family" {
 }
 
 variable "filesystem_settings" {
-  description = "JSON object given to the role's install step as the node config's filesystem.<family> (e.g. {\"repo\": {\"version\": \"7.4.5\"}} for BeeGFS, {\"installer\": \"/path\"} for GPFS)."
+  description = "JSON object given to the role's install step as the node config's filesystem.<family> (e.g. {\"installer\": \"/path\"} for GPFS; a setting left out takes its registry default, e.g. BeeGFS's release)."
   type        = string
   default     = "{}"
   validation {
     condition     = can(keys(jsondecode(var.filesystem_settings)))
-    error_message = "The filesystem_settings must be a JSON object, e.g. {} or {\"repo\": {\"version\": \"7.4.5\"}}."
+    error_message = "The filesystem_settings must be a JSON object, e.g. {} or {\"installer\": \"/path\"}."
   }
 }
 

@@ -79,6 +79,15 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
     elif args.lab_command == "system":
         print(labs.system_name(lab["name"]))
+    elif args.lab_command == "deviations":
+        from pfslab import deviations
+
+        rel = labs.release(lab)
+        if rel["installed"]:
+            print(f"{rel['installed_field']} = {rel['installed']}: the release the nodes install "
+                  f"(filesystem.version, what the lab's source ran: {rel['characterised']})")
+        for dev in deviations.for_file(labs.lab_path(args.lab)):
+            print(f"{dev.field} = {json.dumps(dev.value)}  [{dev.file}] {dev.note}")
     elif args.lab_command == "show":
         if args.target:
             from pfslab import registry
@@ -116,6 +125,9 @@ def _add_lab(sub: Subparsers) -> None:
     actions.add_parser("docs", help="labs/README.md, generated from labs/schema.json")
     actions.add_parser("check", help="validate a lab file").add_argument("lab", help="lab name or path to a lab file")
     actions.add_parser("system", help="the lab's ReFrame system name (for --system)").add_argument("lab")
+    actions.add_parser("deviations", help="where the lab departs from its sources: each \"kit's choice\" note of its "
+                       "file (and of the labs it extends) with its field and value, and the release the nodes install"
+                       ).add_argument("lab")
     show = actions.add_parser("show", help="print a validated lab as JSON (extends applied, defaults filled in, its layout derived)")
     show.add_argument("lab")
     show.add_argument("--pretty", action="store_true")

@@ -56,6 +56,11 @@ def schema_default(definition: str, field: str) -> Any:
     return _schema()["$defs"][definition]["properties"][field]["default"]
 
 
+def schema_enum(definition: str, field: str) -> list[str]:
+    """The values the schema allows for a field of one of its definitions."""
+    return [str(v) for v in _schema()["$defs"][definition]["properties"][field]["enum"]]
+
+
 def _resolve_ref(node: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in node:
         node = _schema()["$defs"][str(node["$ref"]).rsplit("/", 1)[-1]]
@@ -192,6 +197,7 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
             errors.append(f"imports: lab {stem} cannot import itself")
         elif not (LABS_DIR / f"{imported}.yaml").is_file():
             errors.append(f"imports: unknown lab {imported!r}; labs that exist: {', '.join(lab_names())}")
+    errors += _tuning_errors(data, counts)
     ids = [w["id"] for w in data.get("workloads", [])]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         errors.append(f"workloads: id {dup!r} is used twice")
@@ -200,6 +206,24 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
         _check_subnet(data, groups)
     except LabError as err:
         errors.append(str(err))
+    return errors
+
+
+#: The os_tuning settings that change a node's kernel; they go to the nodes of os_tuning.roles.
+KERNEL_TUNING = ("sysctl", "transparent_hugepages", "numa_balancing")
+
+
+def _tuning_errors(data: dict[str, Any], counts: dict[str, int]) -> list[str]:
+    """Kernel tuning goes where the lab says (os_tuning.roles): to roles the lab has, and
+    never nowhere without a word."""
+    tuning = data.get("os_tuning", {})
+    roles = tuning.get("roles", [])
+    errors = [f"os_tuning.roles: {role!r} is no role of this lab's node groups; they have: {', '.join(counts)}"
+              for role in roles if role not in counts]
+    kernel = [key for key in KERNEL_TUNING if key in tuning and tuning[key] != {}]
+    if kernel and not roles:
+        errors.append(f"os_tuning: {', '.join(kernel)} set but os_tuning.roles names no role to apply them to; "
+                      f"allowed: roles of this lab ({', '.join(counts)}), e.g. the servers the source tuned")
     return errors
 
 
@@ -354,6 +378,22 @@ def _display(path: Path) -> str:
         return str(path.resolve().relative_to(KIT_ROOT))
     except ValueError:
         return str(path)
+
+
+def release(lab: dict[str, Any]) -> dict[str, Any]:
+    """The file system's release: the one the lab was characterised with (filesystem.version,
+    a seed lab's is the seed's) and, where the kit chooses what the nodes install (the
+    family's ``installed_version`` setting, its default filled in), that one and its field."""
+    fs = lab["filesystem"]
+    family = registry.family(fs["type"])
+    out: dict[str, Any] = {"type": fs["type"], "characterised": fs.get("version"), "installed": None, "installed_field": None}
+    if family.installed_version:
+        node: Any = fs.get(family.family, {})
+        for part in family.installed_version.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        out["installed"] = node
+        out["installed_field"] = f"filesystem.{family.family}.{family.installed_version}"
+    return out
 
 
 def nodes(lab: dict[str, Any]) -> list[dict[str, Any]]:

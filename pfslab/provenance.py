@@ -1,7 +1,8 @@
 """What a run was made with: enough to rebuild its report from the run directory alone.
 
 ``make bench`` stores, beside ReFrame's report, the lab file, the inventory, the
-kit's git commit and the versions of every tool on the path the tests used.
+kit's git commit, the versions of every tool on the path the tests used, the file
+system's release and the lab's declared departures from its source.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, calibration, labs, machine, references, state
+from pfslab import KIT_ROOT, calibration, deviations, labs, machine, references, state
 
 #: How each tool tells its version. IOR and mdtest have no --version: the kit reads
 #: theirs from each output header instead (the parsers keep it per result).
@@ -118,6 +119,10 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
         "kit_digest": kit_digest(),
         "spack_lock_sha256": sha256(spack_lock) if spack_lock.is_file() else None,
         "tools": tool_versions(search_path),
+        # What the nodes install beside what the source ran, and every departure from
+        # the source the lab file declares (its "kit's choice" notes): the report shows both.
+        "filesystem": labs.release(lab),
+        "deviations": [d.to_json() for d in deviations.for_file(lab_file)],
     }
     (run_dir / "provenance.json").write_text(json.dumps(data, indent=2) + "\n")
     return data

@@ -27,7 +27,14 @@ from pfslab.errors import KitError
 
 REFERENCES_DIR: Path = KIT_ROOT / "reframe" / "references"
 POLICY_PATH: Path = REFERENCES_DIR / "policy.yaml"
-KINDS: tuple[str, ...] = ("peak", "sustained", "baseline", "derived")
+#: peak, sustained, floor: published values of a curve's maximum, its plateau, the
+#: value its plateau never drops below; start: a published value at one thread count
+#: that is not a maximum (a curve's first point); baseline: measured by `make baseline`;
+#: derived: from the lab's hardware. policy.yaml gives each its tolerance and, for those
+#: that may hold over a whole sweep, the rule that checks them there.
+KINDS: tuple[str, ...] = ("peak", "sustained", "floor", "start", "baseline", "derived")
+#: How a sweep reference is checked (policy.yaml `sweep`): the values a rule may take.
+SWEEP_RULES: tuple[str, ...] = ("max", "plateau-median", "plateau-every")
 #: Kinds a references file may not hold: made on the spot from the lab's own probes.
 COMPUTED_KINDS: tuple[str, ...] = ("calibrated",)
 
@@ -66,6 +73,17 @@ def policy() -> dict[str, dict[str, float | None]]:
     return kinds
 
 
+@lru_cache(maxsize=1)
+def sweep_rules() -> dict[str, str]:
+    """Kind -> how a reference of that kind without a thread count is checked over a sweep."""
+    rules: dict[str, str] = yaml.safe_load(POLICY_PATH.read_text())["sweep"]
+    for kind, rule in rules.items():
+        if kind not in KINDS or rule not in SWEEP_RULES:
+            raise ReferenceError(f"{POLICY_PATH.name}: sweep rule {kind}: {rule} is not one of "
+                                 f"kinds {', '.join(KINDS)} with rules {', '.join(SWEEP_RULES)}")
+    return rules
+
+
 @dataclass(frozen=True)
 class Note:
     """A sourced statement that is not a reference (a relative claim, a limit, a capacity)."""
@@ -97,6 +115,16 @@ def _entry(raw: dict[str, Any], where: str) -> Reference:
     if not higher_is_better(raw["unit"]) and "tolerance" not in raw:
         lower, upper = (None if upper is None else -upper), (None if lower is None else -lower)
     threads, nodes = raw.get("threads"), raw.get("nodes")
+    rule = sweep_rules().get(raw["kind"])
+    if threads is None and rule is None:
+        raise ReferenceError(f"{where}: kind {raw['kind']!r} holds at one thread count: give 'threads' "
+                             f"(kinds that may hold over a sweep: {', '.join(sweep_rules())})")
+    if threads is not None and rule == "plateau-every":
+        raise ReferenceError(f"{where}: kind {raw['kind']!r} holds for every point of the plateau: "
+                             f"it takes no 'threads' (for a value at {threads} threads use 'peak' or 'start')")
+    if rule == "plateau-every" and not higher_is_better(raw["unit"]):
+        raise ReferenceError(f"{where}: kind {raw['kind']!r} is a lower bound; unit {raw['unit']!r} is a time, "
+                             "where lower is better")
     return Reference(
         workload=str(raw["workload"]),
         operation=str(raw["operation"]),

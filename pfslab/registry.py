@@ -52,6 +52,9 @@ class Family:
     title: str
     roles: tuple[Role, ...]
     settings: dict[str, Any]
+    #: The dotted setting under filesystem.<family> naming the release the role installs
+    #: (its default is the kit's release), or None when the kit does not choose it.
+    installed_version: str | None = None
 
     def role_names(self) -> list[str]:
         return [r.name for r in self.roles]
@@ -132,7 +135,7 @@ def _load(path: Path) -> Family:
              bool(r.get("data")), bool(r.get("client")))
         for r in doc["roles"]
     )
-    return Family(fs, fam, doc["title"], roles, doc["settings"])
+    return Family(fs, fam, doc["title"], roles, doc["settings"], doc.get("installed_version"))
 
 
 @lru_cache(maxsize=4)
@@ -202,6 +205,7 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
         for f in fams.values()
     ]
     defs["node_group"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
+    defs["os_tuning"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
     out["properties"]["target"]["enum"] = list(tgts)
     defs["targets"]["properties"] = {t.target: {"$ref": f"#/$defs/{t.settings_key}"} for t in tgts.values()}
     return out

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pfslab import derive, plots, references, runs, verdict, workloads
+from pfslab import deviations, derive, labs, plots, references, runs, verdict, workloads
 from pfslab.units import convert, kind_of
 
 CSS = """
@@ -149,7 +150,9 @@ def launcher_section(lab: dict[str, Any]) -> list[str]:
 
 
 def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
-    """Per workload and figure: measured peak and sustained beside the published ones (seed Table 4 layout)."""
+    """Per workload and figure: measured peak, sustained and plateau floor beside the published ones
+    (seed Table 4 layout, and the floors the seeds' texts state). A start-of-curve value is
+    no peak: it is judged at its own thread count only and not listed here."""
     grouped: dict[tuple[str, str], list[verdict.Row]] = defaultdict(list)
     for row in rows:
         if row.measured is not None and row.point != "sweep":
@@ -158,7 +161,7 @@ def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
     for (workload_id, figure), series in sorted(grouped.items()):
         unit = series[0].unit
         published = {r.kind: r for r in run.references if r.workload == workload_id and r.operation == figure
-                     and r.kind in ("peak", "sustained")}
+                     and r.kind in ("peak", "sustained", "floor")}
         if published:
             unit = next(iter(published.values())).unit
         values = [convert(r.measured or 0.0, r.unit, unit) for r in series]
@@ -166,8 +169,9 @@ def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
         table.append({
             "workload": workload_id, "figure": figure, "unit": unit,
             "peak": values[best], "peak_at": series[best].point,
-            "sustained": statistics.median(values[best:]),
+            "sustained": statistics.median(values[best:]), "floor": min(values[best:]),
             "published_peak": published.get("peak"), "published_sustained": published.get("sustained"),
+            "published_floor": published.get("floor"),
         })
     return table
 
@@ -186,6 +190,32 @@ def _published(ref: references.Reference | None) -> str:
         return '<span class="none">no published value</span>'
     at = f" @ {ref.threads}" if ref.threads else ""
     return f"{_fmt(ref.value)} {_esc(ref.unit)}{at}"
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def lab_deviations(run: runs.Run) -> list[dict[str, Any]]:
+    """The departures from its sources the run's lab file declares: recorded with the run
+    (provenance.json), else read from the lab file kept beside it."""
+    recorded = run.provenance.get("deviations")
+    if isinstance(recorded, list):
+        return recorded
+    stored = run.path / "lab.yaml"
+    return [d.to_json() for d in deviations.for_file(stored)] if stored.is_file() else []
+
+
+def release_line(run: runs.Run) -> str:
+    """What the nodes installed beside what the lab's source ran."""
+    rel = run.provenance.get("filesystem") or labs.release(run.lab)
+    source = f"the lab's source ran {rel['characterised']} (filesystem.version)" if rel.get("characterised") else ""
+    if rel.get("installed"):
+        kit = f"the kit installs {rel['installed']} ({rel['installed_field']})"
+    else:
+        kit = "the release the nodes' packages or installer give (not the kit's to choose)"
+    return f"{rel['type']}: {kit}" + (f"; {source}" if source else "")
 
 
 def build(run: runs.Run, out_dir: Path | None = None) -> Path:
@@ -209,20 +239,22 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         (f"<p class='fail'>{_esc(summary['health'])}</p>" if summary.get("health") else ""),
         "<h2>Scaling</h2>",
         "<p>Measured curves are solid; reference curves (published values or the lab's baseline) dashed in the same "
-        "colour; dotted lines are references that hold over the whole sweep (peaks, plateaus, hardware limits).</p>",
+        "colour; dotted lines are references that hold over the whole sweep (peaks, plateaus, floors, hardware limits).</p>",
     ]
     for title, png in drawn:
         parts.append(f"<h3>{_esc(title)}</h3>{_img(png)}")
     if not drawn:
         parts.append("<p>No figures were measured and the lab has no published curve.</p>")
     parts.append("<h2>Peak and sustained</h2><table><tr><th>workload</th><th>figure</th><th>measured peak</th>"
-                 "<th>published peak</th><th>measured sustained</th><th>published sustained</th></tr>")
+                 "<th>published peak</th><th>measured sustained</th><th>published sustained</th>"
+                 "<th>lowest after the peak</th><th>published floor</th></tr>")
     for entry in peak_table(run, rows):
         parts.append(
             f"<tr><td>{_esc(entry['workload'])}</td><td>{_esc(entry['figure'])}</td>"
             f"<td>{_fmt(entry['peak'])} {_esc(entry['unit'])} @ {_esc(entry['peak_at'])}</td>"
             f"<td>{_published(entry['published_peak'])}</td>"
-            f"<td>{_fmt(entry['sustained'])} {_esc(entry['unit'])}</td><td>{_published(entry['published_sustained'])}</td></tr>"
+            f"<td>{_fmt(entry['sustained'])} {_esc(entry['unit'])}</td><td>{_published(entry['published_sustained'])}</td>"
+            f"<td>{_fmt(entry['floor'])} {_esc(entry['unit'])}</td><td>{_published(entry['published_floor'])}</td></tr>"
         )
     parts.append("</table>")
     parts.append("<h2>Verdict</h2><table><tr><th>test</th><th>workload</th><th>threads</th><th>figure</th>"
@@ -248,13 +280,33 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         parts.append(f"<p>{_esc(lines[0])}</p><ul>" + "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
                      + "</ul><p>The probes and the floors are the kit's policy (reframe/references/policy.yaml, "
                        "section calibration); the probe figures were measured on this machine, through this lab.</p>")
-    derivations = derive.derive(run.lab)
+    # Every derivation of the patterns this lab runs, used or not: a reader sees what its
+    # hardware implies even where a published value judged the figure instead.
+    run_patterns = set(run.patterns().values())
+    derivations = [d for pattern, by_direction in derive.derive(run.lab).items() if pattern in run_patterns
+                   for d in by_direction.values()]
     if derivations:
         parts.append("<h2>Hardware-derived thresholds</h2>")
-        for d in derivations.values():
-            parts.append(f"<p><b>{_esc(d.direction)}</b></p><ul>" + "".join(f"<li>{_esc(line)}</li>" for line in d.lines)
-                         + f"<li>source: {_esc(d.source.get('document'))}, {_esc(d.source.get('where'))}: "
-                           f"&ldquo;{_esc(d.source.get('quote'))}&rdquo;</li></ul>")
+        for d in derivations:
+            peak = d.efficiency.peak_source
+            parts.append(f"<p><b>{_esc(d.pattern)} {_esc(d.direction)}</b></p><ul>"
+                         + "".join(f"<li>{_esc(line)}</li>" for line in d.lines)
+                         + f"<li>reached: {_esc(d.source.get('document'))}, {_esc(d.source.get('where'))}: "
+                           f"&ldquo;{_esc(d.source.get('quote'))}&rdquo;</li>"
+                         + f"<li>theoretical peak: {_esc(peak.get('document'))}, {_esc(peak.get('where'))}: "
+                           f"&ldquo;{_esc(peak.get('quote'))}&rdquo;</li></ul>")
+    declared = lab_deviations(run)
+    parts.append("<h2>Where the lab departs from its sources</h2>")
+    if declared:
+        parts.append("<p>Each departure the lab file declares beside its value (a &ldquo;kit&rsquo;s choice&rdquo; "
+                     "note), as written there.</p><table><tr><th>field</th><th>value</th>"
+                     "<th>why</th><th>lab file</th></tr>")
+        for dev in declared:
+            parts.append(f"<tr><td><code>{_esc(dev.get('field'))}</code></td><td><code>{_esc(_short(dev.get('value')))}</code></td>"
+                         f"<td>{_esc(dev.get('note'))}</td><td>{_esc(dev.get('file'))}</td></tr>")
+        parts.append("</table>")
+    else:
+        parts.append("<p>The lab file declares no departure from a source (no &ldquo;kit&rsquo;s choice&rdquo; note).</p>")
     parts.append("<h2>References and their sources</h2><table><tr><th>workload</th><th>figure</th><th>threads</th>"
                  "<th>value</th><th>kind</th><th>source</th></tr>")
     for ref in run.references:
@@ -270,6 +322,7 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     for key, value in (
         ("kit commit", f"{git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}"),
         ("lab file sha256", prov.get("lab_file_sha256")),
+        ("file system", release_line(run)),
         ("host, kernel", f"{prov.get('host')}, {prov.get('kernel')}"),
         ("spack.lock sha256", prov.get("spack_lock_sha256") or "no toolchain lock"),
         ("ReFrame command", session.get("cmdline")),

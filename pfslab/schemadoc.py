@@ -20,7 +20,8 @@ the field and what is allowed (`.venv/bin/pfslab lab check <lab>`).
 
 A lab file is code, not only data: its workloads' `steps` (args templates), its
 `launcher` lines and its `env` values become shell lines of the job scripts the kit runs
-as root on the lab's clients, and its tuning and role settings are applied to every node.
+as root on the lab's clients, and its role settings and kernel tuning (on the nodes of
+`os_tuning.roles`) are applied to the nodes.
 Run only lab files you trust, as you would a script; review a lab file from someone else
 before `make lab-up` or `make bench`.
 

@@ -1,9 +1,10 @@
-"""Checks over a whole sweep: published peaks and plateaus, hardware-derived limits.
+"""Checks over a whole sweep: published peaks, plateaus and floors, hardware-derived limits.
 
 A reference without a thread count describes a sweep, not a point: "peak read
-24.8 GB/s" is the best point of the curve, "sustained 23.8 GB/s" its plateau. These
-are checked here, after the run, on the curve the run measured
-(``reframe/references/policy.yaml``, section ``sweep``, says how).
+24.8 GB/s" is the best point of the curve, "sustained 23.8 GB/s" its plateau, "does
+not drop below 440K op/s" a floor under every point of the plateau. These are checked
+here, after the run, on the curve the run measured, by the rule of their kind
+(``reframe/references/policy.yaml``, section ``sweep``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from typing import Any
 from pfslab import derive, references
 from pfslab.units import convert, kind_of
 from pfslab.verdict import Row
-
-SEQUENTIAL = frozenset({"seq-nn", "seq-n1"})
 
 
 def _points(rows: list[Row]) -> dict[tuple[str, str, str], list[Row]]:
@@ -30,24 +29,50 @@ def _points(rows: list[Row]) -> dict[tuple[str, str, str], list[Row]]:
     return grouped
 
 
-def _measure(series: list[Row], kind: str, unit: str) -> tuple[float, str]:
-    values = [convert(r.measured or 0.0, r.unit, unit) for r in series]
-    best = max(range(len(values)), key=lambda i: values[i])
-    if kind == "sustained":
-        plateau = values[best:]
-        return statistics.median(plateau), f"median of {len(plateau)} points from {series[best].point} threads on"
-    return values[best], f"best point, at {series[best].point} threads"
+def _bound(ref: float, lower: float | None, upper: float | None) -> tuple[float | None, float | None]:
+    return (None if lower is None else ref * (1 + lower)), (None if upper is None else ref * (1 + upper))
 
 
 def _row(series: list[Row], label: str, measured: float, unit: str, ref: float, lower: float | None,
-         upper: float | None, how: str) -> Row:
-    low_ok = lower is None or measured >= ref * (1 + lower)
-    high_ok = upper is None or measured <= ref * (1 + upper)
+         upper: float | None, how: str, basis: str = "", derivation: list[str] | None = None) -> Row:
+    low, high = _bound(ref, lower, upper)
+    low_ok = low is None or measured >= low
+    high_ok = high is None or measured <= high
     verdict = "pass" if low_ok and high_ok else "fail"
-    bound = f">= {ref * (1 + lower):.4g}" if lower is not None else f"<= {ref * (1 + (upper or 0)):.4g}"
+    bound = f">= {low:.4g}" if low is not None else f"<= {high or 0:.4g}"
     reason = how if verdict == "pass" else f"{how}: outside {bound} {unit}"
     first = series[0]
-    return Row(first.test, first.workload, None, "sweep", label, measured, unit, ref, lower, upper, verdict, reason)
+    return Row(first.test, first.workload, None, "sweep", label, measured, unit, ref, lower, upper, verdict, reason,
+               basis, list(derivation or []))
+
+
+def _rule(series: list[Row], ref: references.Reference) -> Row:
+    """One sweep reference checked by its kind's rule (policy.yaml `sweep`)."""
+    values = [convert(r.measured or 0.0, r.unit, ref.unit) for r in series]
+    best = max(range(len(values)), key=lambda i: values[i])
+    plateau = list(zip(series[best:], values[best:]))
+    rule = references.sweep_rules()[ref.kind]
+    label, basis = f"{series[0].figure} ({ref.kind})", references.basis(ref)
+    if rule == "plateau-median":
+        measured = statistics.median(v for _, v in plateau)
+        how = f"median of {len(plateau)} points from {series[best].point} threads on"
+    elif rule == "plateau-every":
+        # "Does not drop below X": the statement holds for each point after the peak, so the
+        # row shows the lowest and, when it fails, names every point under the bound.
+        low, _ = _bound(ref.value, ref.lower, ref.upper)
+        lowest = min(range(len(plateau)), key=lambda i: plateau[i][1])
+        measured = plateau[lowest][1]
+        how = (f"every one of {len(plateau)} points from {series[best].point} threads on; "
+               f"lowest at {plateau[lowest][0].point} threads")
+        under = [(r.point, v) for r, v in plateau if low is not None and v < low]
+        if under:
+            named = ", ".join(f"{point} threads: {v:.4g} {ref.unit}" for point, v in under)
+            row = _row(series, label, measured, ref.unit, ref.value, ref.lower, ref.upper, how, basis)
+            row.reason = f"{len(under)} of {len(plateau)} plateau points under >= {low:.4g} {ref.unit}: {named}"
+            return row
+    else:  # max
+        measured, how = values[best], f"best point, at {series[best].point} threads"
+    return _row(series, label, measured, ref.unit, ref.value, ref.lower, ref.upper, how, basis)
 
 
 def check(rows: list[Row], lab: dict[str, Any], refs: list[references.Reference], mode: str,
@@ -55,19 +80,22 @@ def check(rows: list[Row], lab: dict[str, Any], refs: list[references.Reference]
     """Sweep rows: one per sweep reference, or per derived limit where the figure has no reference at all."""
     out: list[Row] = []
     derivations = derive.derive(lab)
+    tolerance = references.policy()["derived"]
     for (_, workload, figure), series in sorted(_points(rows).items()):
         sweep_refs = references.sweep_references(refs, workload, figure, mode, machine_id)
         for ref in sweep_refs:
             if kind_of(ref.unit) != kind_of(series[0].unit):
                 continue
-            measured, how = _measure(series, ref.kind, ref.unit)
-            out.append(_row(series, f"{figure} ({ref.kind})", measured, ref.unit, ref.value, ref.lower, ref.upper, how))
+            out.append(_rule(series, ref))
         has_any = sweep_refs or any(r.workload == workload and r.operation == figure
                                     and references.applies_here(r, machine_id) for r in refs)
-        if has_any or workload_patterns.get(workload) not in SEQUENTIAL or figure not in derivations:
+        # Only patterns the policy has an efficiency for are derived (policy.yaml `efficiency`).
+        derivation = derivations.get(workload_patterns.get(workload, ""), {}).get(figure)
+        if has_any or derivation is None or kind_of(series[0].unit) != "bandwidth":
             continue
-        derivation = derivations[figure]
-        measured, how = _measure(series, "peak", "GB/s")
-        out.append(_row(series, f"{figure} (derived)", measured, "GB/s", derivation.threshold_gbps, 0.0, None,
-                        f"{how}; derived: {derivation.lines[-2]}"))
+        values = [convert(r.measured or 0.0, r.unit, "GB/s") for r in series]
+        best = max(range(len(values)), key=lambda i: values[i])
+        out.append(_row(series, f"{figure} (derived)", values[best], "GB/s", derivation.threshold_gbps,
+                        tolerance["lower"], tolerance["upper"], f"best point, at {series[best].point} threads",
+                        f"derived: {derivation.summary()}", derivation.lines))
     return out

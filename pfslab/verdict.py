@@ -8,7 +8,7 @@ a skipped test says why.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ class Row:
     verdict: str  # pass | fail | skip | no reference | dry run
     reason: str
     basis: str = ""  # where the threshold comes from (or why there is none)
+    derivation: list[str] = field(default_factory=list)  # a hardware-derived threshold's lines (pfslab.derive)
 
     def bound(self) -> float | None:
         """The value the figure had to reach (or stay under, for times): the verdict's line."""
@@ -164,6 +165,11 @@ def table(run_rows: list[Row], lab_state: dict[str, Any] | None = None, notes: l
     if bases:
         text.append("thresholds:")
         text.extend(f"  {line}" for line in bases)
+    derivations = {f"{r.workload} {r.figure}": r.derivation for r in sorted(run_rows, key=lambda r: (r.workload, r.figure))
+                   if r.derivation}
+    for name, derivation in derivations.items():
+        text.append(f"hardware derivation of {name}:")
+        text.extend(f"  {line}" for line in derivation)
     if unjudged:
         text.append("without threshold:")
         text.extend(f"  {line}" for line in unjudged)

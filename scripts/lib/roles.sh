@@ -15,6 +15,16 @@ umask 077
 
 sysroot() { printf '%s%s\n' "${PFSLAB_SYSROOT:-}" "$1"; }
 
+# The default the kit's registry states for a setting of filesystem.<family>, for a node
+# config that leaves it out (a resolved lab has it filled in; a Packer build's config
+# has only what the build gives). The registry is the one place the value is written.
+# Usage: family_default FILESYSTEM DOTTED.SETTING   (prints nothing when there is none)
+family_default() {
+  local fs=$1 field=$2 path
+  path=".settings[.family] | .properties.${field//./.properties.}.default // empty"
+  jq -r "$path" "$PFSLAB_ROOT/registry/families/$fs.json"
+}
+
 # Write stdin to a file when its content differs; print "changed" when it did.
 # Usage: write_file PATH [MODE] < content      (PATH is taken as given, not prefixed)
 write_file() {

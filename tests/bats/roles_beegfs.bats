@@ -239,6 +239,23 @@ key_shims() {
   assert_line "apt-get install -y -q beegfs-client beegfs-client-dev beegfs-utils jq"
 }
 
+@test "a node config without repo.version (a Packer build given no settings) installs the release the registry names" {
+  key_shims
+  echo "FPR $BEEGFS_FPR" >"$SHIM_STATE/served-key"
+  cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
+  jq 'del(.filesystem.beegfs.repo)' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
+  release=$(jq -r '.settings.beegfs.properties.repo.properties.version.default' "$KIT/registry/families/beegfs.json")
+  [[ $release == 7.* ]]
+  role "$cfg" beegfs install meta
+  assert_success
+  [ "$(cat "$ROOT/etc/apt/sources.list.d/beegfs.list")" = "deb [arch=amd64 signed-by=/etc/apt/keyrings/beegfs.asc] https://www.beegfs.io/release/beegfs_$release bookworm non-free" ]
+  # The lab's own version, when it has one, wins.
+  jq '.filesystem.beegfs.repo.version = "7.3.4"' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
+  role "$cfg" beegfs install meta
+  assert_success
+  grep -q "beegfs_7.3.4 bookworm" "$ROOT/etc/apt/sources.list.d/beegfs.list"
+}
+
 @test "install refuses a BeeGFS key with another fingerprint: one line, no keyring, no repository, nothing installed" {
   key_shims
   echo "FPR 1111111111111111111111111111111111111111" >"$SHIM_STATE/served-key"

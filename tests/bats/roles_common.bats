@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2034  # shim bodies expand when run; ROLE_ENV is read by role()
-# The common role: the seed's OS tuning (seed 002, 4) written under a scratch root, and
+# The common role: the seed's OS tuning (seed 002, 4) written under a scratch root on the
+# nodes the lab tunes (its metadata and storage servers, as the lab plan decides), and
 # the fabric preflight (no silent TCP fallback) against shims of ibv_devinfo, ucx_info,
 # fi_info and ip plus a fake /sys.
 
@@ -71,6 +72,64 @@ kernel.numa_balancing = 0"
   assert_failure 2
   assert_output "[common:tuning@mds0] error: os_tuning: numa_balancing is false but sysctl kernel.numa_balancing is 1"
   [ ! -e "$ROOT/etc/sysctl.d/90-pfslab.conf" ]
+}
+
+# A node the lab does not tune, as the lab plan writes its config: os_tuning without
+# kernel settings (an empty sysctl map, no THP, no NUMA balancing), drop_caches kept.
+untuned() {
+  jq '.os_tuning = {sysctl: {}, drop_caches: .os_tuning.drop_caches}' "$1" >"$1.untuned" && echo "$1.untuned"
+}
+
+@test "a node the lab does not tune (a BeeGFS client) changes no sysctl and drops what an earlier lab left" {
+  shim sysctl
+  cfg=$(untuned "$(node_config beegfs.json cli0 cli 0 10.10.1.1 beegfs-client)")
+  role "$cfg" common up tuning
+  assert_success
+  [ ! -e "$ROOT/etc/sysctl.d/90-pfslab.conf" ] && [ ! -e "$ROOT/etc/tmpfiles.d/90-pfslab-thp.conf" ]
+  [ -z "$(calls)" ]
+  assert_equal "$(cat "$ROOT/sys/kernel/mm/transparent_hugepage/enabled")" "[always] madvise never"
+  role "$cfg" common health tuning
+  assert_success
+  assert_output "tuning@cli0: ok (no kernel tuning for this node: os_tuning.roles names none of its roles)"
+  # The node was a tuned server of an earlier lab: its files go, nothing is loaded.
+  role "$(node_config beegfs.json cli0 ss 0 10.10.1.1 beegfs-storage)" common configure tuning
+  [ -s "$ROOT/etc/sysctl.d/90-pfslab.conf" ] && [ -s "$ROOT/etc/tmpfiles.d/90-pfslab-thp.conf" ]
+  role "$cfg" common configure tuning
+  assert_success
+  [ ! -e "$ROOT/etc/sysctl.d/90-pfslab.conf" ] && [ ! -e "$ROOT/etc/tmpfiles.d/90-pfslab-thp.conf" ]
+  [ -z "$(calls)" ]
+}
+
+@test "the lab plan of a BeeGFS lab tunes its metadata and storage servers, not its clients or management server" {
+  command -v terraform >/dev/null || skip "terraform is not installed (make test installs it); the lab plan cannot be rendered"
+  [[ -x $KIT/.venv/bin/pfslab ]] || skip "the kit's Python environment is missing: run 'make deps'"
+  out=$BATS_TEST_TMPDIR/plan
+  run "$KIT/scripts/render-user-data" aws-beegfs-medium aws "$out"
+  assert_success
+  for node in ss0 mds0 cli0 mgmt0; do
+    sed -n "/^cat >\/etc\/pfslab\/node.json <<'PFSLAB_EOF'\$/,/^PFSLAB_EOF\$/p" "$out/$node.sh" | sed '1d;$d' >"$out/$node.json"
+    jq -e .node.name "$out/$node.json" >/dev/null
+  done
+  shim sysctl
+  for node in ss0 mds0; do
+    rm -rf "$ROOT/etc"
+    role "$out/$node.json" common up tuning
+    assert_success
+    assert_equal "$(grep -c ' = ' "$ROOT/etc/sysctl.d/90-pfslab.conf")" 6
+    grep -qx "vm.dirty_ratio = 20" "$ROOT/etc/sysctl.d/90-pfslab.conf"
+    assert_equal "$(cat "$ROOT/sys/kernel/mm/transparent_hugepage/enabled")" never
+    echo "[always] madvise never" >"$ROOT/sys/kernel/mm/transparent_hugepage/enabled"
+  done
+  assert_equal "$(calls sysctl | wc -l)" 2
+  : >"$SHIM_LOG"
+  rm -rf "$ROOT/etc"
+  for node in cli0 mgmt0; do
+    role "$out/$node.json" common up tuning
+    assert_success
+    [ ! -e "$ROOT/etc/sysctl.d/90-pfslab.conf" ] && [ ! -e "$ROOT/etc/tmpfiles.d/90-pfslab-thp.conf" ]
+    assert_equal "$(cat "$ROOT/sys/kernel/mm/transparent_hugepage/enabled")" "[always] madvise never"
+  done
+  [ -z "$(calls)" ]
 }
 
 ib_node() {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016
 # The GPFS role against command shims (seeds 000/004, PixStor: 8 MiB blocks split into
-# 256 subblocks of 32 KiB, scatter allocation, pagepool 16 GiB). GPFS is licensed:
-# nothing here runs it, and the role must refuse when the user's installer is absent.
+# 256 subblocks of 32 KiB, which GPFS 5.x gives beside 2 MiB metadata blocks, scatter
+# allocation, pagepool 16 GiB). GPFS is licensed: nothing here runs it, and the role
+# must refuse when the user's installer is absent.
 
 load helpers
 
@@ -21,6 +22,7 @@ setup() {
     " (free disk)   nsd0_data0   nsd0" " (free disk)   nsd0_meta0   nsd0" " (free disk)   nsd1_data0   nsd1"; fi; exit 0'
   shim mmlsfs '[[ -e $SHIM_STATE/fs ]]'
   shim mmcrfs ': >"$SHIM_STATE/fs"'
+  shim mmchpolicy
   shim mmgetstate 'echo " Node number  Node name        GPFS state"; echo "       1      ${2:-mgr0}           active"'
   shim mmstartup
   shim mmmount
@@ -103,6 +105,10 @@ EOF
   assert_equal "$(cat "$stanza")" "%nsd: nsd=nsd0_data0 usage=dataOnly failureGroup=1 pool=data
 %nsd: nsd=nsd0_meta0 usage=metadataOnly failureGroup=1 pool=system
 %nsd: nsd=nsd1_data0 usage=dataOnly failureGroup=2 pool=data"
+  # The system pool holds metadata only: new files' data goes to the data pool.
+  policy=$BATS_TEST_TMPDIR/node/cli0/state/gpfs-placement.pol
+  assert_equal "$(calls mmchpolicy)" "mmchpolicy mmfs1 $policy"
+  assert_equal "$(cat "$policy")" "RULE 'default' SET POOL 'data'"
   # Other clients wait for the file system and only mount it.
   : >"$SHIM_LOG"
   cfg=$(node_config gpfs.json cli1 cli 1 10.20.1.2 gpfs-client)
@@ -112,13 +118,48 @@ EOF
   assert_equal "$(calls mmmount)" "mmmount mmfs1"
 }
 
-@test "a subblock count that does not divide the block size is refused before mmcrfs" {
+@test "a subblock count GPFS 5.x would not give those block sizes is refused before mmcrfs" {
   cfg=$(node_config gpfs.json cli0 cli 0 10.20.1.1 gpfs-client)
-  jq '.filesystem.gpfs.subblocks_per_block = 3' "$cfg" >"$cfg.bad"
-  role "$cfg.bad" gpfs start client
+  : >"$SHIM_STATE/cluster"
+  # 8M alone: 512 subblocks of 16 KiB, not the seed's 256 of 32 KiB.
+  jq 'del(.filesystem.gpfs.metadata_block_size) | .filesystem.gpfs.nsds[1].usage = "dataAndMetadata"' "$cfg" >"$cfg.8m"
+  role "$cfg.8m" gpfs start client
   assert_failure 2
-  assert_output --partial "error: filesystem.gpfs: 3 subblocks do not divide a 8M block into whole KiB"
+  assert_output --partial "error: filesystem.gpfs.subblocks_per_block is 256, but GPFS 5.x gives a 8M block 512 subblocks of 16 KiB (every pool has the count of the smallest block size); allowed: 512, or block sizes that give 256"
+  # Beside 1M metadata blocks: 128 of 64 KiB.
+  jq '.filesystem.gpfs.metadata_block_size = "1M"' "$cfg" >"$cfg.1m"
+  role "$cfg.1m" gpfs start client
+  assert_failure 2
+  assert_output --partial "error: filesystem.gpfs.subblocks_per_block is 256, but GPFS 5.x gives a 8M block beside 1M metadata blocks 128 subblocks of 64 KiB"
+  jq '.filesystem.gpfs.block_size = "3M"' "$cfg" >"$cfg.3m"
+  role "$cfg.3m" gpfs start client
+  assert_failure 2
+  assert_output --partial "error: filesystem.gpfs.block_size 3M is not a GPFS block size; allowed: 64K, 128K, 256K, 512K, 1M, 2M, 4M, 8M, 16M"
+  # A metadata block size of its own with data NSDs in the system pool: mmcrfs would refuse it.
+  jq '.filesystem.gpfs.nsds[1].usage = "dataAndMetadata"' "$cfg" >"$cfg.mixed"
+  role "$cfg.mixed" gpfs start client
+  assert_failure 2
+  assert_output --partial "error: filesystem.gpfs.metadata_block_size needs the system pool to hold metadataOnly NSDs only; nsds /dev/mapper/meta0 are in system with data"
   [ -z "$(calls mmcrfs)" ]
+  # 8M alone with the count it gives is accepted.
+  jq '.filesystem.gpfs.subblocks_per_block = 512' "$cfg.8m" >"$cfg.512"
+  role "$cfg.512" gpfs start client
+  assert_success
+  assert_equal "$(calls mmcrfs | grep -c -- '-B 8M')" 1
+  [ -z "$(calls mmchpolicy)" ]
+}
+
+@test "the shipped pixstor-capex lab's block sizes give the seed's 256 subblocks of 32 KiB" {
+  [[ -x $KIT/.venv/bin/pfslab ]] || skip "the kit's Python environment is missing: run 'make deps'"
+  cfg=$(node_config gpfs.json cli0 cli 0 10.20.1.1 gpfs-client)
+  "$KIT/.venv/bin/pfslab" lab show pixstor-capex | jq '.filesystem.gpfs' >"$BATS_TEST_TMPDIR/lab-gpfs.json"
+  # The lab's GPFS settings over the fixture's site parts (installer, NSDs, which the lab leaves to a site).
+  jq --slurpfile lab "$BATS_TEST_TMPDIR/lab-gpfs.json" '.filesystem.gpfs = (.filesystem.gpfs | {installer, nsds}) + $lab[0]' "$cfg" >"$cfg.lab"
+  [ "$(jq -r '.filesystem.gpfs.subblocks_per_block' "$cfg.lab")" = 256 ]
+  : >"$SHIM_STATE/cluster"
+  role "$cfg.lab" gpfs start client
+  assert_success
+  assert_equal "$(calls mmcrfs | grep -o -- '-B [^ ]* --metadata-block-size [^ ]*')" "-B 8M --metadata-block-size 2M"
 }
 
 mmlsfs_output() {

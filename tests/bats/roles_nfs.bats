@@ -22,7 +22,7 @@ setup() {
   for i in 0 1 2 3 4 5 6 7; do : >"$ROOT/dev/mapper/lun$i"; done
 }
 
-@test "active server: 8 LUNs concatenated on a stripe boundary, XFS su=128k sw=8, exported to the client nodes only" {
+@test "active server: 8 LUNs striped on a stripe boundary, XFS su=128k sw=8, 256 nfsd threads, exported to the client nodes only" {
   cfg=$(node_config nfs.json srv0 srv 0 10.10.0.1 nfs-server)
   role "$cfg" nfs configure server
   assert_success
@@ -30,7 +30,8 @@ setup() {
   run calls
   assert_line --index 0 "pvcreate -y --dataalignment 1024k $luns"
   assert_line --index 1 "vgcreate pfsnfs $luns"
-  assert_line --index 2 "lvcreate -y -n export -l 100%FREE pfsnfs"
+  # lun_layout striped (nss73-ha's kit's choice): one stripe per LUN, one LUN's full RAID stripe each.
+  assert_line --index 2 "lvcreate -y -n export -i 8 -I 1024k -l 100%FREE pfsnfs"
   assert_line "mkfs.xfs -d su=128k,sw=8 /dev/pfsnfs/export"
   assert_line "mount /export"
   grep -qx "UUID=uuid_dev_pfsnfs_export /export xfs noatime 0 0" "$ROOT/etc/fstab"
@@ -44,6 +45,22 @@ threads=256"
   run calls
   refute_line --partial pvcreate
   refute_line --partial mkfs.xfs
+}
+
+@test "lun_layout concatenated (the registry's default, for a config without it) joins the LUNs linearly; a bad one is refused" {
+  cfg=$(node_config nfs.json srv0 srv 0 10.10.0.1 nfs-server)
+  [ "$(jq -r '.settings.nfs.properties.lun_layout.default' "$KIT/registry/families/nfs.json")" = concatenated ]
+  jq 'del(.filesystem.nfs.lun_layout)' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
+  role "$cfg" nfs configure server
+  assert_success
+  assert_equal "$(calls lvcreate)" "lvcreate -y -n export -l 100%FREE pfsnfs"
+  jq '.filesystem.nfs.lun_layout = "raid0"' "$cfg" >"$cfg.bad"
+  rm -rf "$ROOT/dev/pfsnfs"
+  : >"$SHIM_LOG"
+  role "$cfg.bad" nfs configure server
+  assert_failure 2
+  assert_output --partial "error: filesystem.nfs.lun_layout 'raid0' is not one of concatenated, striped"
+  [ -z "$(calls lvcreate)" ]
 }
 
 @test "export_clients, when the lab gives it, replaces the list of client nodes" {
@@ -90,8 +107,12 @@ threads=256"
   assert_output "nfs-server@srv1: standby; the active server srv0 does not answer at 10.10.0.100"
 }
 
-@test "server health checks the XFS stripe geometry against the lab's RAID" {
+@test "server health checks the XFS stripe geometry, the LUNs' layout and the nfsd threads against the lab" {
   cfg=$(node_config nfs.json srv0 srv 0 10.10.0.1 nfs-server)
+  shim lvs 'cat "$SHIM_STATE/lvs"'
+  echo "  striped    8" >"$SHIM_STATE/lvs"
+  mkdir -p "$ROOT/proc/fs/nfsd"
+  echo 256 >"$ROOT/proc/fs/nfsd/threads"
   echo "nfs-server.service" >"$SHIM_STATE/active"
   echo "/export xfs /dev/mapper/pfsnfs-export" >"$SHIM_STATE/mounts"
   echo "4: ib0    inet 10.10.0.100/16 scope global ib0" >"$SHIM_STATE/ip"
@@ -100,7 +121,17 @@ threads=256"
     "         =                       sunit=32     swidth=256 blks"'
   role "$cfg" nfs health server
   assert_success
-  assert_output "nfs-server@srv0: exporting /export (XFS su=128k sw=8) at 10.10.0.100/16"
+  assert_output "nfs-server@srv0: exporting /export (XFS su=128k sw=8, 8 LUNs striped, 256 nfsd threads) at 10.10.0.100/16"
+  assert_equal "$(calls lvs)" "lvs --noheadings -o segtype,stripes pfsnfs/export"
+  echo "  linear    1" >"$SHIM_STATE/lvs"
+  role "$cfg" nfs health server
+  assert_failure 1
+  assert_output "nfs-server@srv0: the volume pfsnfs/export is linear 1 (segment type, stripes); lun_layout striped needs striped 8"
+  echo "  striped    8" >"$SHIM_STATE/lvs"
+  echo 8 >"$ROOT/proc/fs/nfsd/threads"
+  role "$cfg" nfs health server
+  assert_failure 1
+  assert_output "nfs-server@srv0: nfsd runs 8 threads; the lab's server_threads is 256"
   shim xfs_info 'printf "%s\n" "data     =                       bsize=4096   blocks=1, imaxpct=5" \
     "         =                       sunit=0      swidth=0 blks"'
   role "$cfg" nfs health server

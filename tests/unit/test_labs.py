@@ -214,3 +214,22 @@ def test_an_nfs_export_on_a_system_directory_is_refused() -> None:
     data["filesystem"].setdefault("nfs", {})["export"] = "/etc"
     errors = labs.validate(data, "nss73-ha")
     assert any(e.startswith("filesystem.nfs.export: '/etc' is not allowed") for e in errors), errors
+
+
+def test_kernel_tuning_with_no_role_to_apply_it_to_is_refused(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "untargeted", {"os_tuning.sysctl": {"vm.dirty_ratio": 20}})
+    with pytest.raises(labs.LabError, match=r"os_tuning: sysctl set but os_tuning.roles names no role to apply them to; "
+                                            r"allowed: roles of this lab \(ceph-mon, ceph-mgr, ceph-mds, ceph-osd, ceph-client\)"):
+        labs.load(str(path))
+    # Named, it is valid; an empty sysctl map (the local lab's) needs no role.
+    labs.load(str(write_lab(tmp_path, "targeted", {"os_tuning.sysctl": {"vm.dirty_ratio": 20}, "os_tuning.roles": ["ceph-osd"]})))
+    assert labs.load("local")["os_tuning"]["roles"] == []
+
+
+def test_tuning_a_role_the_lab_does_not_have_is_refused(tmp_path: Path) -> None:
+    path = write_lab(tmp_path, "elsewhere", {"os_tuning.roles": ["beegfs-storage"]})
+    with pytest.raises(labs.LabError, match=r"os_tuning.roles: 'beegfs-storage' is no role of this lab's node groups; "
+                                            r"they have: ceph-mon, ceph-mgr, ceph-mds, ceph-osd, ceph-client"):
+        labs.load(str(path))
+    with pytest.raises(labs.LabError, match=r"os_tuning\.roles\[0\]: 'lustre-oss' is not allowed; allowed: beegfs-mgmt"):
+        labs.load(str(write_lab(tmp_path, "unknown", {"os_tuning.roles": ["lustre-oss"]})))

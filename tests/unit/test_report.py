@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -159,3 +160,45 @@ def test_a_calibrated_run_reports_each_threshold_its_source_and_the_calibration(
     assert "thresholds calibrated on this machine at lab-up" in page
     assert "&ge; " in page  # the threshold column
     assert "run at quick sizes: box 10 (source: 20)" in page
+
+
+def _scaled_beegfs_run(tmp_path: Path) -> Path:
+    """A run of beegfs-small's IOR N-1 (no published value: the threshold is derived), as
+    ReFrame reports it: write 17.5 GB/s at its best (the seed's Medium reached 37.4 of 136.4
+    GB/s of links; Small has 62), read 20 GB/s (under the 30.1 GB/s the seed's 66.3 scales to)."""
+    run = tmp_path / "beegfs-small" / "20261125T000000Z"
+    run.mkdir(parents=True)
+    (run / "lab.json").write_text(json.dumps(labs.load("beegfs-small")))
+    (run / "provenance.json").write_text(json.dumps({"lab": "beegfs-small", "mode": "full"}))
+    cases = [{"name": f"IOR %case=beegfs-small/ior-n1/{n}", "unique_name": f"IOR_{i}", "case": f"beegfs-small/ior-n1/{n}",
+              "system": "beegfs-small", "partition": "clients", "result": "pass", "fail_phase": None, "fail_reason": None,
+              "perfvalues": {"beegfs-small:clients:write": [w, 0, None, None, "GB/s", "pass"],
+                             "beegfs-small:clients:read": [r, 0, None, None, "GB/s", "pass"]}}
+             for i, (n, w, r) in enumerate([(1, 2.0, 2.5), (64, 17.5, 15.0), (512, 16.0, 20.0)])]
+    (run / "report.json").write_text(json.dumps({"session_info": {"cmdline": "reframe -c reframe/ -r"},
+                                                 "runs": [{"testcases": cases}]}))
+    return run
+
+
+def test_a_derived_threshold_shows_its_derivation_in_the_verdict_and_the_report(tmp_path: Path) -> None:
+    run_dir = _scaled_beegfs_run(tmp_path)
+    pfslab = Path(sys.executable).with_name("pfslab")
+    done = subprocess.run([str(pfslab), "verdict", str(run_dir)], capture_output=True, text=True, check=False)
+    text = done.stdout
+    assert done.returncode == 1, done.stderr  # the read fails
+    rows = {line.split()[3] + " " + line.split()[4]: line for line in text.splitlines() if " (derived) " in line}
+    assert "pass" in rows["write (derived)"] and ">= 15.3 GB/s" in rows["write (derived)"]
+    assert "fail: best point, at 512 threads: outside >= 27.12 GB/s" in rows["read (derived)"]
+    lines = text.splitlines()
+    at = lines.index("hardware derivation of ior-n1 write (derived):")
+    assert lines[at + 4] == "  theoretical write peak = min(drives 78, storage links 62, client links 400) = 62 GB/s (storage links)"
+    assert lines[at + 5].startswith("  seq-n1 write efficiency = 37.4 GB/s reached / 136.4 GB/s theoretical = 27.4% "
+                                    "(002_f20a6b9879af5b9b.txt: section 4.2")
+    assert lines[at + 6].startswith("  threshold = 62 GB/s x 27.4% = 17 GB/s")
+    report.build(runs.Run(run_dir), tmp_path / "report")
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "<h2>Hardware-derived thresholds</h2>" in page
+    for line in ("seq-n1 write efficiency = 37.4 GB/s reached / 136.4 GB/s theoretical = 27.4%",
+                 "threshold = 62 GB/s x 27.4% = 17 GB/s", "seq-nn read efficiency = 132 GB/s reached"):
+        assert line in page
+    assert "The peak read performance of 66.3 GB/s is observed at 512 threads." in page

@@ -89,13 +89,29 @@ locals {
     ]
   }
 
+  # Kernel tuning (sysctl, transparent_hugepages, numa_balancing) goes only to the nodes
+  # of the roles the lab names (os_tuning.roles; seed 002 tunes "the metadata and storage
+  # servers"); every other node gets an empty sysctl map and keeps its kernel's own
+  # settings. The rest of os_tuning (drop_caches) is every node's. Values go through JSON:
+  # os_tuning's attributes have different types.
+  os_tuning = try(local.lab.os_tuning, {})
+  tuned = {
+    for name, n in local.nodes : name => length([for r in n.roles : r if contains(try(local.os_tuning.roles, []), r)]) > 0
+  }
+  node_tuning = {
+    for name in keys(local.nodes) : name => {
+      for k, v in local.os_tuning : k => jsondecode(k == "sysctl" && !local.tuned[name] ? "{}" : jsonencode(v))
+      if k != "roles" && (local.tuned[name] || !contains(["transparent_hugepages", "numa_balancing"], k))
+    }
+  }
+
   node_configs = {
     for name, n in local.nodes : name => merge({
       lab        = local.lab.name
       target     = local.target
       node       = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles, hardware = n.hardware }
       filesystem = local.fs
-      os_tuning  = try(local.lab.os_tuning, {})
+      os_tuning  = local.node_tuning[name]
       network    = local.lab.network
       cluster    = merge(local.cluster, { osd_ids = n.osd_ids })
       disks      = local.disks[name]

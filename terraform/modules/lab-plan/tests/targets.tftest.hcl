@@ -223,3 +223,39 @@ run "remote_labs_launch_from_their_login_node" {
     error_message = "The local plan's launcher comes from the local adapter (nsrsh), not the remote one."
   }
 }
+
+run "kernel_tuning_goes_to_the_roles_the_lab_names" {
+  command = plan
+
+  module {
+    source = "./tests/matrix"
+  }
+
+  # Seed 002: "the following tuning options are in place on the metadata and storage
+  # servers" (os_tuning.roles). Its clients and management server get no kernel setting.
+  assert {
+    condition = alltrue(flatten([for k in ["beegfs-small/baremetal", "beegfs-medium/baremetal", "aws-beegfs-medium/aws"] : [
+      for name in ["mds0", "ss0"] : output.plans[k].configs[name].os_tuning.sysctl["vm.dirty_ratio"] == 20 && output.plans[k].configs[name].os_tuning.transparent_hugepages == "never" && output.plans[k].configs[name].os_tuning.numa_balancing == false
+    ]]))
+    error_message = "The metadata and storage servers of the BeeGFS labs get the seed's sysctls, THP never and NUMA balancing off."
+  }
+
+  assert {
+    condition = alltrue(flatten([for k in ["beegfs-small/baremetal", "beegfs-medium/baremetal", "aws-beegfs-medium/aws"] : [
+      for name in ["cli0", "cli31", "mgmt0"] : length(output.plans[k].configs[name].os_tuning.sysctl) == 0 && !can(output.plans[k].configs[name].os_tuning.transparent_hugepages) && !can(output.plans[k].configs[name].os_tuning.numa_balancing) && !strcontains(output.plans[k].user_data[name], "dirty_ratio")
+    ]]))
+    error_message = "The clients and the management server of the BeeGFS labs get no kernel tuning: ${jsonencode(output.plans["beegfs-small/baremetal"].configs["cli0"].os_tuning)}."
+  }
+
+  # What is not kernel tuning stays every node's, and the list itself stays in the plan.
+  assert {
+    condition     = output.plans["beegfs-small/baremetal"].configs["cli0"].os_tuning.drop_caches == "between-phases" && alltrue([for k, p in output.plans : alltrue([for name, c in p.configs : !can(c.os_tuning.roles)])])
+    error_message = "Clients keep drop_caches; no node config carries os_tuning.roles (the plan has applied it)."
+  }
+
+  # A lab that tunes nothing (roles: none) plans as before: an empty sysctl map everywhere.
+  assert {
+    condition     = alltrue([for name, c in output.plans["nss73-ha/baremetal"].configs : length(c.os_tuning.sysctl) == 0])
+    error_message = "nss73-ha sets no kernel tuning on any node."
+  }
+}
