@@ -53,6 +53,7 @@ help: ## Show the targets and the variables they take
 	@echo "           PURGE=1 (make lab-down: also what others tagged with the lab), ALL=1 REGIONS=\"..\" (make expired)"
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
 	@echo "           MIRROR=<bundle dir> BUNDLE_KEY=<its signing key's fingerprint> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
+	@echo "           FILESYSTEM=beegfs (make toolchain on a BeeGFS client: IOR with BeeGFS striping, spack/README.md)"
 	@echo "           FAMILY=<family> (make images, default ceph), HOSTS=<lab> (make hosts-up/hosts-down/hosts-status: hosts-cephfs)"
 	@echo
 	@echo "Targets (registry/targets/<target>.json; a lab file's target, TARGET of make user-data):"
@@ -68,7 +69,7 @@ deps-test: ## Install what the labs and the offline tests need (make test runs i
 	scripts/deps test
 
 toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/view, view-seed); MIRROR=<bundle> BUNDLE_KEY=<fingerprint> installs offline
-	MIRROR='$(MIRROR)' PFSLAB_BUNDLE_KEY='$(BUNDLE_KEY)' scripts/toolchain
+	MIRROR='$(MIRROR)' PFSLAB_BUNDLE_KEY='$(BUNDLE_KEY)' PFSLAB_TOOLCHAIN_FILESYSTEM='$(FILESYSTEM)' scripts/toolchain
 
 mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
 	MIRROR_OUT='$(or $(MIRROR_OUT),build/spack-bundle)' scripts/mirror

@@ -76,6 +76,7 @@ build {
     script          = "${var.kit_root}/packer/scripts/toolchain.sh"
     environment_vars = concat([
       "PFSLAB_TOOLCHAIN=${local.toolchain_mode[source.type]}",
+      "PFSLAB_FAMILY=${var.family}",
     ], var.toolchain_env)
   }
 

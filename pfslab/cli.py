@@ -450,11 +450,38 @@ def _add_aws(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_aws)
 
 
+def _cmd_fabric_probe(args: argparse.Namespace) -> int:
+    from pfslab import fabric, state
+
+    path = Path(args.inventory) if args.inventory else state.inventory_path(args.lab)
+    if not path.is_file():
+        raise fabric.FabricError(f"lab {args.lab} is not up here (no {path})")
+    inventory = json.loads(path.read_text())
+    ok, line = fabric.run_probe(state.lab(args.lab), inventory, args.node_a, args.node_b)
+    print(line)
+    return 0 if ok else 1
+
+
+def _add_fabric_probe(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "fabric-probe",
+        help="which transport MPI selects between two nodes of the lab (run on its login node)",
+        description="Two ranks, one per node, started with the lab's launcher, print Open MPI's pml/mtl/btl and "
+        "UCX/libfabric choice; one line says whether they use the lab's network.fabric (registry/fabrics.json). "
+        "Exit status 1 when they do not (e.g. TCP on an InfiniBand or EFA lab).",
+    )
+    p.add_argument("lab")
+    p.add_argument("node_a")
+    p.add_argument("node_b")
+    p.add_argument("--inventory", help="the lab's inventory (default build/<lab>/inventory.json)")
+    p.set_defaults(handler=_cmd_fabric_probe)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
-    _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws,
+    _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
 )
 
 

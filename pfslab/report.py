@@ -128,6 +128,27 @@ def _workload_title(run: runs.Run, workload_id: str) -> str:
     return title
 
 
+def launcher_section(lab: dict[str, Any]) -> list[str]:
+    """How the jobs started their ranks, and, where that is not the source's own line,
+    the source's line beside it and why (the lab's launcher.deviation)."""
+    launcher = lab.get("launcher", {})
+    if not launcher.get("mpirun"):
+        return []
+    out = ["<h2>Launcher</h2><table>",
+           f"<tr><th>the jobs ran</th><td><code>{_esc(launcher['mpirun'])}</code></td></tr>"]
+    if launcher.get("seed_mpirun"):
+        out.append(f"<tr><th>the source ran</th><td><code>{_esc(launcher['seed_mpirun'])}</code></td></tr>")
+    for workload in lab.get("workloads", []):
+        if workload.get("seed_launcher"):
+            out.append(f"<tr><th>{_esc(workload['id'])}: the jobs ran</th><td><code>{_esc(workload['launcher'])}</code></td></tr>"
+                       f"<tr><th>{_esc(workload['id'])}: the source ran</th>"
+                       f"<td><code>{_esc(workload['seed_launcher'])}</code></td></tr>")
+    if launcher.get("deviation"):
+        out.append(f"<tr><th>why they differ</th><td>{_esc(launcher['deviation'])}</td></tr>")
+    out.append("</table>")
+    return out
+
+
 def peak_table(run: runs.Run, rows: list[verdict.Row]) -> list[dict[str, Any]]:
     """Per workload and figure: measured peak, sustained and plateau floor beside the published ones
     (seed Table 4 layout, and the floors the seeds' texts state). A start-of-curve value is
@@ -294,6 +315,7 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
                      f"<td>{_fmt(ref.value)} {_esc(ref.unit)}</td><td>{_esc(ref.kind)}</td>"
                      f"<td>{_esc(src.get('document'))}: {_esc(src.get('where', ''))} {_esc(src.get('quote', ''))}</td></tr>")
     parts.append("</table>")
+    parts.extend(launcher_section(run.lab))
     tools = prov.get("tools", {})
     git = prov.get("git", {})
     parts.append("<h2>Provenance</h2><table>")

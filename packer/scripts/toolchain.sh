@@ -45,7 +45,10 @@ main() {
     return 0
   fi
   pkg_install "${SPACK_BUILD_PACKAGES[@]}"
-  "$KIT/scripts/toolchain"
+  # The family's file system decides the toolchain profile (BeeGFS: IOR +beegfs, against
+  # the headers the family's client role installed just before).
+  PFSLAB_TOOLCHAIN_FILESYSTEM=$(jq -r '.filesystem' "$KIT/registry/families/${PFSLAB_FAMILY:?PFSLAB_FAMILY is not set}.json") \
+    "$KIT/scripts/toolchain"
   record "done in $((SECONDS - start))s"
 }
 

@@ -31,8 +31,80 @@ version_ge() {
   [[ $(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n 1) == "$want" ]]
 }
 
+# The toolchain profile's config scope (write_profile_scope), when there is one.
+PROFILE_ARGS=()
+
 # Run Spack with its output on stderr: stdout stays data for callers.
-spk() { "$SPACK" "$@" >&2; }
+spk() { "$SPACK" "${PROFILE_ARGS[@]}" "$@" >&2; }
+
+# ---- toolchain profiles ------------------------------------------------------------------
+# spack.yaml is the toolchain of x86_64 clients of any file system (the committed
+# spack.lock). Two things differ between labs' clients and cannot be one lock: the
+# machine (an aarch64 client runs other binaries) and IOR's BeeGFS support (it compiles
+# against the BeeGFS client headers, which only BeeGFS clients have: scripts/roles/beegfs
+# installs them). A profile states them in a config scope that Spack reads with -C,
+# above the environment's own settings; the default profile has none.
+
+# The Spack target of a machine (uname -m); empty for spack.yaml's own (x86_64_v2).
+profile_target() {
+  case $1 in
+    x86_64) echo "" ;;
+    aarch64) echo aarch64 ;;
+    *) die "toolchain: machine '$1' (uname -m) is not one the kit builds for (x86_64, aarch64)" ;;
+  esac
+}
+
+# The installed BeeGFS client headers' version (beegfs-client-dev / -devel), e.g. 7.4.5.
+beegfs_headers_version() {
+  local v=
+  if command -v dpkg-query >/dev/null 2>&1; then
+    v=$(dpkg-query -W -f '${Version}' beegfs-client-dev 2>/dev/null || true)
+  elif command -v rpm >/dev/null 2>&1; then
+    v=$(rpm -q --qf '%{VERSION}' beegfs-client-devel 2>/dev/null || true)
+  fi
+  v=${v#*:}
+  v=${v%%-*}
+  [[ $v =~ ^[0-9]+(\.[0-9]+)+$ && -f ${PFSLAB_SYSROOT:-}/usr/include/beegfs/beegfs.h ]] ||
+    die "toolchain: IOR for a BeeGFS lab needs the BeeGFS client headers (/usr/include/beegfs/beegfs.h), and beegfs-client-dev is not installed; 'scripts/roles/beegfs install client' installs it"
+  printf '%s\n' "$v"
+}
+
+# spack.yaml's packages section for another target: every requirement list replaced
+# (require::) by the same list with spack.yaml's target swapped for $1. Spack gives a
+# package with requirements of its own none of `all`'s, so each list carries the
+# target, and only replacing the lists replaces it.
+retargeted_packages() {
+  awk '/^  packages:$/ {on = 1; next} on && /^  [^ #]/ {on = 0} on' "$PFSLAB_SPACK_ENV/spack.yaml" |
+    sed -e '/^ *#/d' -e '/^$/d' -e 's/^  //' -e 's/^\( *\)require:$/\1require::/' -e "s/target=x86_64_v2/target=$1/g"
+}
+
+# write_profile_scope DIR MACHINE FILESYSTEM [BEEGFS_VERSION]: the profile of clients
+# of MACHINE (uname -m) on FILESYSTEM (empty: any) into DIR/packages.yaml; DIR is
+# removed for the default profile. Prints DIR when it wrote one.
+write_profile_scope() {
+  local dir=$1 machine=$2 fs=${3:-} beegfs=${4:-} target
+  target=$(profile_target "$machine")
+  rm -rf "$dir"
+  [[ -n $target || $fs == beegfs ]] || return 0
+  [[ $fs != beegfs || -n $beegfs ]] || die "toolchain: the BeeGFS profile needs the BeeGFS headers' version"
+  mkdir -p "$dir"
+  {
+    echo "# Written by scripts/lib/spack.sh: the toolchain profile of $machine clients${fs:+ of $fs}."
+    echo "packages:"
+    [[ -z $target ]] || retargeted_packages "$target"
+    if [[ $fs == beegfs ]]; then
+      echo "  ior:"
+      echo "    require:"
+      echo "    - +beegfs"
+      echo "  beegfs-client-dev:"
+      echo "    buildable: false"
+      echo "    externals:"
+      echo "    - spec: beegfs-client-dev@$beegfs"
+      echo "      prefix: /usr"
+    fi
+  } >"$dir/packages.yaml"
+  printf '%s\n' "$dir"
+}
 
 # Spack runs from the kit's own config scope and cache, never ~/.spack.
 spack_env_vars() {

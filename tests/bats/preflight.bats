@@ -103,3 +103,108 @@ $o mgmt0 $r/beegfs health cluster"
   preflight
   assert_success
 }
+
+# ---- MPI over the lab's fabric: two ranks per client pair, from the login node ----------
+
+# A lab with three clients: pairs cli0+cli1 and cli2+cli0, probed from the login node.
+three_clients() {
+  jq '.nodes += [{name: "cli1", group: "cli", roles: ["beegfs-client"], address: "10.10.1.2"},
+                 {name: "cli2", group: "cli", roles: ["beegfs-client"], address: "10.10.1.3"}]
+      | .clients = ["cli0", "cli1", "cli2"] | .login = "cli0"
+      | .launcher = {mpirun: "mpirun -machinefile {hostfile} --map-by node -np {np} -mca pml ucx", env: {RSH: "ssh"}}' \
+    "$BUILD/beegfs-small/inventory.json" >"$BUILD/beegfs-small/inv.new"
+  mv "$BUILD/beegfs-small/inv.new" "$BUILD/beegfs-small/inventory.json"
+}
+
+# ssh runs the login node's `pfslab fabric-probe` here, for real, on this build's
+# inventory; every other remote check passes. mpirun and ior are shims below.
+probe_over_ssh() {
+  shim ssh '
+cmd=${!#}
+if [[ $cmd == *"pfslab fabric-probe "* ]]; then
+  read -r lab a b <<<"${cmd##*fabric-probe }"
+  exec "$KIT/.venv/bin/pfslab" fabric-probe "$lab" "$a" "$b" --inventory "$PROBE_BUILD/$lab/inventory.json"
+fi
+echo fine'
+  shim ior
+}
+
+# mpirun prints what Open MPI 5 prints with the probe's verbose settings: $MODE says
+# what each rank selects (ucx: pml ucx over rc_mlx5; tcp: pml ob1 with btl tcp).
+mpirun_shim() {
+  shim mpirun '
+hosts=$(awk "{print \$1}" "$(awk "{for (i = 1; i < NF; i++) if (\$i == \"-machinefile\") print \$(i + 1)}" <<<"$*")")
+env | grep -E "^(OMPI_MCA_|UCX_LOG_LEVEL|RSH)" | sort >>"$SHIM_STATE/mpirun.env"
+for h in $hosts; do
+  case $MODE in
+    ucx) echo "[$h:4242] select: initializing pml component ucx"
+         echo "[$h:4242] select: component ucx selected"
+         echo "[1700000000.1] [$h:4242:0] ucp_worker.c:1888 UCX  INFO  ep_cfg[1]: tag(self/memory cma/memory rc_mlx5/mlx5_0:1)" ;;
+    tcp) echo "[$h:4242] select: init of component self returned success"
+         echo "[$h:4242] select: init of component tcp returned success"
+         echo "[$h:4242] select: component ob1 selected" ;;
+  esac
+done
+[[ $MODE != fail ]] || { echo "No components were able to be opened in the pml framework." >&2; exit 1; }'
+}
+
+probe_preflight() {
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" \
+    PROBE_BUILD="$BUILD" KIT="$KIT" MODE="$1" HOME="$BATS_TEST_TMPDIR" "$KIT/scripts/preflight" beegfs-small
+}
+
+@test "MPI: every client is in a pair, probed from the login node with the lab's name" {
+  three_clients
+  shim ssh 'cmd=${!#}; [[ $cmd == *fabric-probe* ]] && echo "MPI between a and b uses the infiniband fabric: ..."; echo fine'
+  preflight beegfs-small
+  assert_success
+  run calls ssh
+  assert_line "ssh -F $BUILD/beegfs-small/ssh/config -n cli0 cd /opt/pfslab && .venv/bin/pfslab fabric-probe beegfs-small cli0 cli1"
+  assert_line "ssh -F $BUILD/beegfs-small/ssh/config -n cli0 cd /opt/pfslab && .venv/bin/pfslab fabric-probe beegfs-small cli2 cli0"
+  [ "$(calls ssh | grep -c fabric-probe)" -eq 2 ]
+}
+
+@test "MPI: UCX on the HCA between the pair passes, and the probe ran with the lab's launcher" {
+  [[ -x $KIT/.venv/bin/pfslab ]] || skip "the kit's .venv is missing (make deps)"
+  three_clients
+  probe_over_ssh
+  mpirun_shim
+  probe_preflight ucx
+  assert_success
+  assert_line "PASS cli0,cli1  mpi-fabric       MPI between cli0 and cli1 uses the infiniband fabric: cli0: pml ucx over cma/memory,rc_mlx5/mlx5_0:1; cli1: pml ucx over cma/memory,rc_mlx5/mlx5_0:1"
+  assert_line --partial "PASS cli2,cli0  mpi-fabric       MPI between cli2 and cli0 uses the infiniband fabric"
+  run calls mpirun
+  assert_line --index 0 --regexp "^mpirun -machinefile /tmp/pfslab-fabric-[^/]+/hosts --map-by node -np 2 -mca pml ucx $SHIMS/ior -a DUMMY -w -r -t 1k -b 1k -i 1\$"
+  run sort -u "$SHIM_STATE/mpirun.env"
+  assert_output "OMPI_MCA_btl_base_verbose=10
+OMPI_MCA_opal_common_ofi_verbose=1
+OMPI_MCA_pml_base_verbose=10
+RSH=ssh
+UCX_LOG_LEVEL=info"
+}
+
+@test "MPI: a TCP fallback on InfiniBand fails in one line naming the pair and what was selected" {
+  [[ -x $KIT/.venv/bin/pfslab ]] || skip "the kit's .venv is missing (make deps)"
+  three_clients
+  probe_over_ssh
+  mpirun_shim
+  probe_preflight tcp
+  assert_failure 1
+  assert_line "FAIL cli0,cli1  mpi-fabric       MPI between cli0 and cli1 does NOT use the infiniband fabric: cli0: pml ob1 with btl tcp; cli1: pml ob1 with btl tcp (wanted pml ucx on the HCA)"
+  assert_line "preflight: 2 check(s) failed; fix them before benchmarking lab beegfs-small"
+}
+
+@test "MPI: a probe that cannot start its ranks fails with Open MPI's last line" {
+  [[ -x $KIT/.venv/bin/pfslab ]] || skip "the kit's .venv is missing (make deps)"
+  three_clients
+  probe_over_ssh
+  mpirun_shim
+  probe_preflight fail
+  assert_failure 1
+  assert_line "FAIL cli0,cli1  mpi-fabric       MPI between cli0 and cli1: the two-rank probe failed (exit 1): No components were able to be opened in the pml framework."
+}
+
+@test "MPI: a lab with one client says there is no pair" {
+  preflight beegfs-small
+  assert_line "SKIP cli0       mpi-fabric       lab beegfs-small has fewer than two clients: no pair for a two-rank test"
+}

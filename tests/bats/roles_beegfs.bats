@@ -229,6 +229,16 @@ key_shims() {
   [ "$(cat "$ROOT/etc/apt/sources.list.d/beegfs.list")" = "deb [arch=amd64 signed-by=/etc/apt/keyrings/beegfs.asc] https://www.beegfs.io/release/beegfs_7.4.5 bookworm non-free" ]
 }
 
+@test "install client also installs the BeeGFS client headers the toolchain's IOR +beegfs needs" {
+  key_shims
+  echo "FPR $BEEGFS_FPR" >"$SHIM_STATE/served-key"
+  cfg=$(node_config beegfs.json cli0 cli 0 10.10.1.1 beegfs-client)
+  role "$cfg" beegfs install client
+  assert_success
+  run calls apt-get
+  assert_line "apt-get install -y -q beegfs-client beegfs-client-dev beegfs-utils jq"
+}
+
 @test "a node config without repo.version (a Packer build given no settings) installs the release the registry names" {
   key_shims
   echo "FPR $BEEGFS_FPR" >"$SHIM_STATE/served-key"

@@ -22,7 +22,9 @@ setup() {
   export PFSLAB_SPACK_PACKAGES=$T/spack-packages
   export FAKE_SPACK_LOG=$T/spack.log
   export FAKE_SPACK_VIEWS="$PFSLAB_PREFIX/view $PFSLAB_PREFIX/view-seed"
-  unset MIRROR MIRROR_OUT PFSLAB_SPACK_EXTERNALS PFSLAB_TOOLCHAIN_FORCE FAKE_SPACK_FAIL FAKE_SPACK_VERSION
+  unset MIRROR MIRROR_OUT PFSLAB_SPACK_EXTERNALS PFSLAB_TOOLCHAIN_FORCE FAKE_SPACK_FAIL FAKE_SPACK_VERSION \
+    PFSLAB_TOOLCHAIN_FILESYSTEM PFSLAB_SYSROOT
+  export PFSLAB_TOOLCHAIN_ARCH=x86_64
   mkdir -p "$PFSLAB_SPACK_ENV" "$PFSLAB_SPACK_PACKAGES/repos/spack_repo/builtin"
   cp -r "$REPO/spack/spack.yaml" "$REPO/spack/repo" "$PFSLAB_SPACK_ENV/"
   echo 'repo: {namespace: builtin, api: v2.2}' >"$PFSLAB_SPACK_PACKAGES/repos/spack_repo/builtin/repo.yaml"
@@ -50,6 +52,7 @@ views=1 env=
 while (($#)); do
   case $1 in
     -c) [[ $2 == view:false ]] && views=0; shift 2 ;;
+    -C) [[ -s $2/packages.yaml ]] || { echo "fake spack: -C $2 has no packages.yaml" >&2; exit 3; }; shift 2 ;;
     -e) env=$2; shift 2 ;;
     *) break ;;
   esac
@@ -228,6 +231,66 @@ spack_calls() { grep -E "$1" "$FAKE_SPACK_LOG" || true; }
   assert_equal "$(spack_calls concretize | sed 's/-e [^ ]*/-e ENV/')" "-c view:false -e ENV concretize --force"
   run cmp -s "$PFSLAB_SPACK_ENV/spack.yaml" "$REPO/spack/spack.yaml"
   assert_success
+}
+
+@test "an aarch64 node: spack.yaml's requirements retargeted in its profile, concretized afresh, then a no-op" {
+  PFSLAB_TOOLCHAIN_ARCH=aarch64 toolchain
+  assert_success
+  assert_line "[toolchain] toolchain profile of aarch64 clients: $PFSLAB_PREFIX/spack-profile/packages.yaml (over spack.yaml)"
+  assert_equal "$(spack_calls concretize | sed 's/-e [^ ]*/-e ENV/')" "-C $PFSLAB_PREFIX/spack-profile -c view:false -e ENV concretize --force"
+  profile=$PFSLAB_PREFIX/spack-profile/packages.yaml
+  # every requirement list of spack.yaml, replaced (::), with the target swapped
+  assert_equal "$(grep -c 'require::$' "$profile")" "$(grep -c '^ *require:$' "$PFSLAB_SPACK_ENV/spack.yaml")"
+  assert_equal "$(grep -c 'x86_64_v2' "$profile")" 0
+  run grep -A2 '^  fio:$' "$profile"
+  assert_output "  fio:
+    require::
+    - *portable"
+  run grep -A2 '^  all:$' "$profile"
+  assert_output "  all:
+    require::
+    - &portable target=aarch64"
+  : >"$FAKE_SPACK_LOG"
+  PFSLAB_TOOLCHAIN_ARCH=aarch64 toolchain
+  assert_success
+  assert_output --partial "up to date: nothing changed since the last run"
+  # back on x86_64: the lock made for aarch64 is not kept
+  : >"$FAKE_SPACK_LOG"
+  toolchain
+  assert_success
+  assert [ ! -e "$PFSLAB_PREFIX/spack-profile" ]
+  assert_equal "$(spack_calls concretize | sed 's/-e [^ ]*/-e ENV/')" "-c view:false -e ENV concretize --force"
+}
+
+@test "a machine the kit does not build for stops in one line" {
+  PFSLAB_TOOLCHAIN_ARCH=riscv64 toolchain
+  assert_failure 2
+  assert_line "[toolchain] error: toolchain: machine 'riscv64' (uname -m) is not one the kit builds for (x86_64, aarch64)"
+  assert_equal "$(spack_calls concretize)" ""
+}
+
+@test "a BeeGFS node: IOR +beegfs against the installed BeeGFS client headers, or one line naming them" {
+  PFSLAB_TOOLCHAIN_FILESYSTEM=beegfs toolchain
+  assert_failure 2
+  assert_output --partial "[toolchain] error: toolchain: IOR for a BeeGFS lab needs the BeeGFS client headers (/usr/include/beegfs/beegfs.h), and beegfs-client-dev is not installed; 'scripts/roles/beegfs install client' installs it"
+  assert_equal "$(spack_calls concretize)" ""
+  printf '#!/bin/sh\necho 20:7.4.5-deb12\n' >"$T/bin/dpkg-query"
+  chmod +x "$T/bin/dpkg-query"
+  mkdir -p "$T/sysroot/usr/include/beegfs"
+  : >"$T/sysroot/usr/include/beegfs/beegfs.h"
+  PFSLAB_SYSROOT=$T/sysroot PFSLAB_TOOLCHAIN_FILESYSTEM=beegfs toolchain
+  assert_success
+  assert_equal "$(sed -n '/^packages:/,$p' "$PFSLAB_PREFIX/spack-profile/packages.yaml")" "packages:
+  ior:
+    require:
+    - +beegfs
+  beegfs-client-dev:
+    buildable: false
+    externals:
+    - spec: beegfs-client-dev@7.4.5
+      prefix: /usr"
+  assert_equal "$(spack_calls concretize | sed 's/-e [^ ]*/-e ENV/')" "-C $PFSLAB_PREFIX/spack-profile -c view:false -e ENV concretize --force"
+  assert_equal "$(spack_calls install | sed 's/-e [^ ]*/-e ENV/')" "-C $PFSLAB_PREFIX/spack-profile -c view:false -e ENV install"
 }
 
 @test "make mirror refuses a non-empty directory that is not a bundle" {

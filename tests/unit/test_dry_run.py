@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pfslab import labs
+from pfslab import labs, mpi_options, workloads
 
 KIT = Path(__file__).resolve().parents[2]
 REFRAME = KIT / ".venv" / "bin" / "reframe"
@@ -158,6 +158,19 @@ def fill(seed_command: str, values: dict[str, str]) -> list[str]:
     return tokens
 
 
+def as_run(seed: list[str], seed_launcher: str, launcher: str, np: int, hostfile: str) -> list[str]:
+    """The seed's filled command as the kit runs it: its mpirun part, which the lab file
+    keeps verbatim beside the line that runs (seed_mpirun / seed_launcher), replaced by
+    that line (the lab's launcher.deviation says why they differ)."""
+
+    def filled(line: str) -> list[str]:
+        return shlex.split(line.replace("{np}", str(np)).replace("{hostfile}", hostfile))
+
+    kept = filled(seed_launcher)
+    assert seed[:len(kept)] == kept, f"the lab's seed line {seed_launcher!r} is not the seed's: {seed[:len(kept)]}"
+    return filled(launcher) + seed[len(kept):]
+
+
 def threads_of(case: str) -> int:
     point = case.rsplit("/", 1)[1]
     if "x" in point:
@@ -202,6 +215,9 @@ PIXSTOR_MDTEST = (
 
 
 def check_pixstor(run: DryRun) -> None:
+    lab = labs.load(run.lab)
+    launcher = lab["launcher"]
+    assert launcher["deviation"] and "--prefix" not in launcher["mpirun"]
     for job in jobs_of(run, "iozone-seq"):
         t = threads_of(job.case)
         values = {"./iozone": "iozone", "./threadlist": f"{job.stage}/threadlist.{t}", "$Threads": str(t)}
@@ -214,7 +230,9 @@ def check_pixstor(run: DryRun) -> None:
         t = threads_of(job.case)
         values = {"my_hosts.$Threads": f"{job.stage}/hosts.{t}", "$Threads": str(t),
                   "/mmfs1/perftest/lanl_ior/bin/ior": "ior", "/mmfs1/perftest/tst.file": f"{job.scratch}/ior.file"}
-        assert job.runs == [fill(c, values) for c in PIXSTOR_IOR], job.case
+        hostfile = f"{job.stage}/hosts.{t}"
+        assert job.runs == [as_run(fill(c, values), launcher["seed_mpirun"], launcher["mpirun"], t, hostfile)
+                            for c in PIXSTOR_IOR], job.case
         # my_hosts.$Threads: one line per rank, round robin over the 16 clients
         assert job.file(f"hosts.{t}").split() == round_robin(t, 16)
     assert [threads_of(j.case) for j in jobs_of(run, "ior-n1")] == [2**i for i in range(10)]  # 1 to 512
@@ -225,14 +243,15 @@ def check_pixstor(run: DryRun) -> None:
             t = threads_of(job.case)
             values = {"my_hosts.$Threads": f"{job.stage}/hosts.{t}", "$Threads": str(t), "$Directories": str(DIRECTORIES[t]),
                       "/mmfs1/perftest/lanl_ior/bin/mdtest": "mdtest", "/mmfs1/perftest/": job.scratch}
-            assert job.runs == [fill(PIXSTOR_MDTEST + extra, values)], job.case
+            own = workloads.find(lab, workload)
+            assert job.runs == [as_run(fill(PIXSTOR_MDTEST + extra, values), own["seed_launcher"], own["launcher"], t,
+                                       f"{job.stage}/hosts.{t}")], job.case
             seen.append(t)
         assert seen == [2**i for i in range(10)]  # every row of Table 3 up to 512 threads
 
-    # FIO: the seed prints no command; its parameters are checked.
-    pixstor_mpirun = shlex.split(
-        "mpirun --allow-run-as-root -np {np} --hostfile {hostfile} --mca btl_openib_allow_ib 1 --mca pml ^ucx "
-        "--oversubscribe --prefix /mmfs1/perftest/ompi")
+    # FIO: the seed prints no command; its parameters are checked. It runs with the
+    # lab's (mapped) IOR launcher.
+    pixstor_mpirun = shlex.split(launcher["mpirun"])
     for job in jobs_of(run, "fio-rand4k"):
         t = threads_of(job.case)
         nodes = min(t, 16)
@@ -271,6 +290,7 @@ def slots(threads: int, clients: int) -> list[str]:
 
 
 def check_beegfs(run: DryRun) -> None:
+    launcher = labs.load(run.lab)["launcher"]
     drop: tuple[str, tuple[str, ...]] = ("drop", ())
     for job in jobs_of(run, "iozone-seq"):
         t = threads_of(job.case)
@@ -296,7 +316,8 @@ def check_beegfs(run: DryRun) -> None:
         values = {"$hostlist": f"{job.stage}/hosts.{t}", "$threads": str(t), "~/bin/ior": "ior",
                   "$working_dir/ior.out": f"{job.scratch}/ior.file", "$file_size": "128G",
                   "beegfsNumTargets=33,beegfsChunkSize=2M": f"beegfsNumTargets={TARGETS[run.lab]},beegfsChunkSize=2M"}
-        assert job.runs == [fill(BEEGFS_IOR, values)], job.case
+        assert job.runs == [as_run(fill(BEEGFS_IOR, values), launcher["seed_mpirun"], launcher["mpirun"], t,
+                                   f"{job.stage}/hosts.{t}")], job.case
         assert job.file(f"hosts.{t}").splitlines() == slots(t, 32)  # --map-by node cycles over these
     assert [threads_of(j.case) for j in jobs_of(run, "ior-n1")] == [2**i for i in range(10)]
 
@@ -443,3 +464,43 @@ def test_remote_jobs_start_ranks_from_the_login_node_over_the_labs_own_ssh(remot
             assert "export OMPI_MCA_plm_rsh_agent=/opt/pfslab/scripts/lab-rsh" in lines, job.case
             assert "export OMPI_MCA_plm_rsh_no_tree_spawn=1" in lines, job.case
             assert f"export OMPI_MCA_btl_tcp_if_include={subnet}" in lines, job.case
+
+
+# ---- every MPI option is one the locked Open MPI accepts ---------------------------------
+
+def job_mpi_settings(job: Job) -> tuple[dict[str, str], list[list[str]]]:
+    """The job's exported environment and its mpirun command lines."""
+    env = {}
+    for line in job.file("rfm_job.sh").splitlines():
+        if line.startswith("export "):
+            key, _, value = line[len("export "):].partition("=")
+            env[key] = " ".join(shlex.split(value))
+    return env, [tokens for tokens in job.runs if tokens and tokens[0] == "mpirun"]
+
+
+def test_every_mpi_option_of_every_job_is_accepted_by_every_locked_open_mpi(
+    dry_runs: dict[str, DryRun], remote_dry_runs: dict[str, DryRun],
+) -> None:
+    """Seed and cloud labs' job scripts: mpirun options against the option list of each
+    Open MPI version in spack.lock, --mca / OMPI_MCA_* against its frameworks and built
+    components (spack/openmpi-components.json). A job runs with either view's Open MPI
+    (PFSLAB_VIEW picks the seed view's 4.1.8 or the default view's 5.0.8), so both must
+    accept it."""
+    builds = mpi_options.locked()
+    assert [m.version for m in builds] == mpi_options.versions(), "the lock's Open MPIs and the component list differ"
+    problems: dict[str, set[str]] = {}
+    checked = 0
+    for run in [*dry_runs.values(), *remote_dry_runs.values()]:
+        for job in run.jobs.values():
+            env, commands = job_mpi_settings(job)
+            for mpi in builds:
+                found = mpi_options.check_env(mpi, env)
+                for tokens in commands:
+                    found += mpi_options.check_command(mpi, tokens)
+                    checked += 1
+                for problem in found:
+                    problems.setdefault(problem, set()).add(f"{run.lab} (Open MPI {mpi.version})")
+    print(f"\n{checked} mpirun lines of {len(dry_runs) + len(remote_dry_runs)} labs checked against "
+          + ", ".join(f"Open MPI {m.version} fabrics={','.join(sorted(m.fabrics)) or 'none'}" for m in builds))
+    assert checked > 100
+    assert not problems, "\n".join(f"{p}: {', '.join(sorted(where))}" for p, where in sorted(problems.items()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -109,6 +110,22 @@ def test_a_seed_lab_dry_run_draws_the_published_values(tmp_path: Path) -> None:
     charts = dict(report.charts(run))
     assert charts["ior-n1"].points == ["1", "2", "4", "8", "16", "32", "64", "128", "256", "512"]
     assert all(not c.measured for c in charts["ior-n1"].curves)
+
+
+def test_the_report_shows_the_seeds_mpirun_line_beside_the_one_that_ran_and_why(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(RUNS / "pixstor-capex-dry-run", run_dir)
+    lab = labs.load("pixstor-capex")
+    (run_dir / "lab.json").write_text(json.dumps(lab))
+    report.build(runs.Run(run_dir), tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text()
+    section = page[page.index("<h2>Launcher</h2>"):page.index("<h2>Provenance</h2>")]
+    assert f"<tr><th>the jobs ran</th><td><code>{html.escape(lab['launcher']['mpirun'])}</code>" in section
+    assert f"<tr><th>the source ran</th><td><code>{html.escape(lab['launcher']['seed_mpirun'])}</code>" in section
+    assert "--prefix /mmfs1/perftest/ompi" in lab["launcher"]["seed_mpirun"] and "--prefix" not in lab["launcher"]["mpirun"]
+    assert "mdtest-empty: the source ran" in section and "mdtest-4k: the source ran" in section
+    assert f"<tr><th>why they differ</th><td>{html.escape(lab['launcher']['deviation'])}</td>" in section
+    assert section.count(html.escape(lab["launcher"]["deviation"])) == 1  # said once
 
 
 def test_a_long_title_is_wrapped_inside_the_figure() -> None:

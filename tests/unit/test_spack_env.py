@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pfslab import rfm_paths
+from pfslab import labs, rfm_paths
 
 KIT = Path(__file__).resolve().parents[2]
 SPACK_DIR = KIT / "spack"
@@ -247,7 +247,13 @@ def test_concretizer_and_target_are_pinned(env: dict[str, Any]) -> None:
     assert conc["unify"] == "when_possible"  # two IORs, two Open MPIs, one lock
     assert conc["reuse"] is False
     assert conc["targets"] == {"granularity": "generic", "host_compatible": False}
-    assert env["packages"]["all"]["require"] == ["target=x86_64_v2"]
+    portable = "target=x86_64_v2"
+    assert env["packages"]["all"]["require"] == [portable]
+    # Spack drops `all`'s requirements for a package with requirements of its own:
+    # each of them must repeat the target.
+    for name, settings in env["packages"].items():
+        if "require" in settings and name != "mpi":
+            assert portable in settings["require"], f"spack.yaml: packages:{name} requires no portable target"
 
 
 def test_the_kit_repository_is_in_the_environment(env: dict[str, Any]) -> None:
@@ -406,24 +412,9 @@ def spack_environ(tmp: Path, builtin: Path) -> dict[str, str]:
     return {**os.environ, "SPACK_USER_CONFIG_PATH": str(config), "SPACK_USER_CACHE_PATH": str(tmp / "cache")}
 
 
-def test_the_environment_concretizes_offline(tmp_path: Path) -> None:
-    root, builtin = spack_or_skip()
-    envdir = tmp_path / "env"
-    envdir.mkdir()
-    shutil.copy(SPACK_YAML, envdir)
-    shutil.copytree(SPACK_DIR / "repo", envdir / "repo")
-    command = [
-        str(root / "bin" / "spack"),
-        "-c", "view:false",
-        "-c", f"config:install_tree:root:{tmp_path / 'store'}",
-        "-e", str(envdir),
-        "concretize",
-    ]  # fmt: skip
-    start = time.monotonic()
-    out = subprocess.run(command, env=spack_environ(tmp_path, builtin), capture_output=True, text=True, check=False)
-    print(f"concretize took {time.monotonic() - start:.0f} s")
-    assert out.returncode == 0, out.stderr[-3000:]
-    lock = json.loads((envdir / "spack.lock").read_text())
+def test_the_environment_concretizes_offline(concretized: Concretized) -> None:
+    lock, seconds = concretized(DEFAULT_PROFILE)
+    print(f"concretize took {seconds:.0f} s")
     nodes = lock["concrete_specs"]
     by_root = {r["spec"]: nodes[r["hash"]] for r in lock["roots"]}
     env = yaml.safe_load(SPACK_YAML.read_text())["spack"]
@@ -447,6 +438,243 @@ def test_the_environment_concretizes_offline(tmp_path: Path) -> None:
         print(f"same DAG hashes as the committed spack.lock: {same}")
         if host_matches(committed):
             assert same, "this host has the committed lock's OS and compiler: the concretization must match it"
+
+
+# ---- per lab: the toolchain its clients get ----------------------------------------------
+#
+# A lab's clients get spack.yaml plus their toolchain profile (scripts/lib/spack.sh,
+# write_profile_scope): the target of their machine and, on BeeGFS, IOR +beegfs against
+# the system's headers. Each profile is concretized once, with the kit's own function
+# writing its scope, and every lab is checked against its own: Open MPI's fabric support
+# against the lab's network.fabric (registry/fabrics.json), fio +libaio, IOR's BeeGFS
+# support where the lab is BeeGFS, the target of the clients' arch, and the two builds
+# that start remote daemons from their own prefix (no --prefix needed).
+
+#: (client arch, "beegfs" or "") -> the profile's key; the committed lock is the default's.
+Profile = tuple[str, str]
+DEFAULT_PROFILE: Profile = ("x86_64", "")
+#: The Spack target each client arch gets (spack.yaml's for x86_64, the profile's otherwise).
+TARGETS = {"x86_64": "x86_64_v2", "aarch64": "aarch64"}
+#: What Spack finds on an aarch64 Debian 12 client (its gcc and glibc): this x86_64 host
+#: has no aarch64 compiler, so the test declares the one the node would detect.
+AARCH64_NODE = """packages:
+  gcc:
+    externals:
+    - spec: gcc@12.2.0 languages:='c,c++,fortran' os=debian12 target=aarch64
+      prefix: /usr
+      extra_attributes:
+        compilers: {c: /usr/bin/gcc, cxx: /usr/bin/g++, fortran: /usr/bin/gfortran}
+  glibc:
+    externals:
+    - spec: glibc@2.36 os=debian12 target=aarch64
+      prefix: /usr
+"""
+
+
+def client_arch(lab: dict[str, Any]) -> str:
+    arches = {(n.get("hardware", {}).get("cpu") or {}).get("arch", "x86_64") for n in labs.client_nodes(lab)}
+    assert len(arches) == 1, f"lab {lab['name']}: clients of several machines {sorted(arches)}: one toolchain profile each"
+    return arches.pop()
+
+
+def lab_profile(lab: dict[str, Any]) -> Profile:
+    fs = lab["filesystem"]["type"]
+    return client_arch(lab), fs if fs == "beegfs" else ""
+
+
+def toolchain_labs() -> list[str]:
+    """Every lab that has a fabric and clients."""
+    out = []
+    for name in labs.lab_names():
+        lab = labs.load(name)
+        if lab["network"].get("fabric") and labs.client_nodes(lab):
+            out.append(name)
+    return out
+
+
+def write_profile(scope: Path, profile: Profile) -> bool:
+    """The profile's scope, written by the kit's own shell function; False: none. The
+    BeeGFS headers' version stands for the one the node has installed."""
+    arch, fs = profile
+    script = ('source "$KIT/scripts/lib/common.sh"; source "$KIT/scripts/lib/spack.sh"; '
+              'write_profile_scope "$1" "$2" "$3" "$4"')
+    out = subprocess.run(["bash", "-c", script, "profile", str(scope), arch, fs, "7.4.5"],
+                         env={**os.environ, "KIT": str(KIT), "PFSLAB_SPACK_ENV": str(SPACK_DIR)},
+                         capture_output=True, text=True, check=True)
+    return bool(out.stdout.strip())
+
+
+Concretized = Any  # the fixture below: profile -> (spack.lock, seconds)
+
+
+@pytest.fixture(scope="module")
+def concretized(tmp_path_factory: pytest.TempPathFactory) -> Concretized:
+    """Concretize each profile once (offline, with the pinned recipes), on demand."""
+    cache: dict[Profile, tuple[dict[str, Any], float]] = {}
+
+    def get(profile: Profile) -> tuple[dict[str, Any], float]:
+        if profile in cache:
+            return cache[profile]
+        root, builtin = spack_or_skip()
+        tmp = tmp_path_factory.mktemp("profile-" + "-".join(p for p in profile if p))
+        envdir = tmp / "env"
+        envdir.mkdir()
+        manifest = SPACK_YAML.read_text()
+        arch, _ = profile
+        extra: list[str] = []
+        if arch != "x86_64":
+            # Spack offers only targets of the host's family: on this x86_64 host,
+            # naming aarch64 on the roots makes it a candidate, as the host does on an
+            # aarch64 node; the profile's requirements still decide every node.
+            data = yaml.safe_load(manifest)
+            for entry in data["spack"]["definitions"]:
+                ((name, specs),) = entry.items()
+                entry[name] = [f"{spec} target={TARGETS[arch]}" for spec in specs]
+            manifest = yaml.safe_dump(data, sort_keys=False)
+            node = tmp / "aarch64-node"
+            node.mkdir()
+            (node / "packages.yaml").write_text(AARCH64_NODE)
+            extra = ["-C", str(node)]
+        (envdir / "spack.yaml").write_text(manifest)
+        shutil.copytree(SPACK_DIR / "repo", envdir / "repo")
+        scope = tmp / "spack-profile"
+        if write_profile(scope, profile):
+            extra = ["-C", str(scope), *extra]
+        command = [
+            str(root / "bin" / "spack"), *extra,
+            "-c", "view:false",
+            "-c", f"config:install_tree:root:{tmp / 'store'}",
+            "-e", str(envdir),
+            "concretize",
+        ]  # fmt: skip
+        start = time.monotonic()
+        out = subprocess.run(command, env=spack_environ(tmp, builtin), capture_output=True, text=True, check=False)
+        seconds = time.monotonic() - start
+        assert out.returncode == 0, f"profile {profile}: " + out.stderr[-3000:]
+        cache[profile] = (json.loads((envdir / "spack.lock").read_text()), seconds)
+        print(f"\nprofile {profile[0]}{' ' + profile[1] if profile[1] else ''}: concretized in {seconds:.0f} s, "
+              f"{len(cache[profile][0]['concrete_specs'])} specs")
+        return cache[profile]
+
+    return get
+
+
+def satisfies(node: dict[str, Any], constraint: str) -> bool:
+    """A node's parameters against +v, ~v or v=a,b (every value present)."""
+    params = node.get("parameters", {})
+    if constraint[0] in "+~":
+        return params.get(constraint[1:]) is (constraint[0] == "+")
+    key, _, values = constraint.partition("=")
+    have = params.get(key)
+    have = set(have) if isinstance(have, list) else {have}
+    return set(values.split(",")) <= have
+
+
+def deps_of(nodes: dict[str, Any], node: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [nodes[d["hash"]] for d in node.get("dependencies", []) if nodes[d["hash"]]["name"] == name]
+
+
+def check_lab(lab: dict[str, Any], lock: dict[str, Any]) -> list[str]:
+    """What the lab's clients would get wrong with this lock (empty: nothing), and a summary."""
+    nodes = lock["concrete_specs"]
+    fab = lab["network"]["fabric"]
+    needs = json.loads((KIT / "registry" / "fabrics.json").read_text())["fabrics"][fab]["spack"]
+    problems = []
+    mpis = [n for n in nodes.values() if n["name"] == "openmpi"]
+    assert len(mpis) == 2
+    for mpi in mpis:
+        where = f"openmpi@{mpi['version']}"
+        for constraint in needs.get("openmpi", []):
+            if not satisfies(mpi, constraint):
+                problems.append(f"{where} is not {constraint} ({fab})")
+        for dep in ("ucx", "libfabric"):
+            for constraint in needs.get(dep, []):
+                found = deps_of(nodes, mpi, dep)
+                if not found or not all(satisfies(d, constraint) for d in found):
+                    problems.append(f"{where}: its {dep} is not {constraint} ({fab})")
+        if mpi["version"].startswith("4.") and not satisfies(mpi, "+orterunprefix"):
+            problems.append(f"{where} would need --prefix to start its remote daemons (not +orterunprefix)")
+        for prrte in deps_of(nodes, mpi, "prrte"):
+            if not satisfies(prrte, "+prefix_by_default"):
+                problems.append(f"{where}'s prrte would need --prefix to start its daemons (not +prefix_by_default)")
+    for fio in (n for n in nodes.values() if n["name"] == "fio"):
+        if not satisfies(fio, "+libaio"):
+            problems.append(f"fio@{fio['version']} has no libaio engine")
+    beegfs = lab["filesystem"]["type"] == "beegfs"
+    for ior in (n for n in nodes.values() if n["name"] == "ior"):
+        if satisfies(ior, "+beegfs") is not beegfs:
+            problems.append(f"ior@{ior['version']} is {'~' if beegfs else '+'}beegfs on a {lab['filesystem']['type']} lab")
+        headers = deps_of(nodes, ior, "beegfs-client-dev")
+        if beegfs and not (headers and headers[0].get("external", {}).get("path") == "/usr"):
+            problems.append(f"ior@{ior['version']} +beegfs does not use the system's BeeGFS headers (/usr)")
+    target = TARGETS[client_arch(lab)]
+    wrong = sorted({f"{n['name']} target={n['arch']['target']}" for n in nodes.values()
+                    if not n.get("external") and n["arch"]["target"] != target})
+    if wrong:
+        problems.append(f"clients are {client_arch(lab)} ({target}) but {', '.join(wrong[:5])}")
+    return problems
+
+
+@pytest.mark.parametrize("name", toolchain_labs())
+def test_each_labs_toolchain_fits_its_fabric_file_system_and_clients(name: str, concretized: Concretized) -> None:
+    lab = labs.load(name)
+    lock, _ = concretized(lab_profile(lab))
+    problems = check_lab(lab, lock)
+    nodes = lock["concrete_specs"].values()
+    mpis = ", ".join(f"openmpi@{n['version']} fabrics={','.join(n['parameters']['fabrics'])}"
+                     for n in sorted((n for n in nodes if n["name"] == "openmpi"), key=lambda n: n["version"]))
+    iors = ", ".join(f"ior@{n['version']}{'+' if n['parameters'].get('beegfs') else '~'}beegfs"
+                     for n in sorted((n for n in nodes if n["name"] == "ior"), key=lambda n: n["version"]))
+    fios = ", ".join(f"fio@{n['version']}{'+' if n['parameters'].get('libaio') else '~'}libaio"
+                     for n in nodes if n["name"] == "fio")
+    targets = ",".join(sorted({n["arch"]["target"] for n in nodes if not n.get("external")}))
+    print(f"\n{name}: fabric {lab['network']['fabric']}, {lab['filesystem']['type']}, {client_arch(lab)} clients -> "
+          f"{mpis}; {iors}; {fios}; target {targets}: {'ok' if not problems else 'WRONG'}")
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("name", [n for n in toolchain_labs() if lab_profile(labs.load(n)) == DEFAULT_PROFILE])
+def test_the_committed_lock_fits_every_lab_of_the_default_profile(name: str) -> None:
+    """No Spack needed: the committed spack.lock is what these labs' clients install."""
+    if not SPACK_LOCK.is_file():
+        pytest.skip("spack/spack.lock is not there yet (make toolchain writes it)")
+    problems = check_lab(labs.load(name), json.loads(SPACK_LOCK.read_text()))
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+def test_spack_yaml_builds_every_transport_the_labs_fabrics_need(env: dict[str, Any]) -> None:
+    """The fabric -> build mapping is registry/fabrics.json's; spack.yaml must cover every lab."""
+    fabrics = json.loads((KIT / "registry" / "fabrics.json").read_text())["fabrics"]
+    required = {pkg: " ".join(str(r) for r in env["packages"].get(pkg, {}).get("require", []) if isinstance(r, str))
+                for pkg in ("openmpi", "ucx", "libfabric")}
+    for name in toolchain_labs():
+        fab = labs.load(name)["network"]["fabric"]
+        for pkg, constraints in fabrics[fab]["spack"].items():
+            for constraint in constraints:
+                if "=" in constraint:
+                    key, _, values = constraint.partition("=")
+                    built = re.search(rf"\b{key}=(\S+)", required[pkg])
+                    assert built and set(values.split(",")) <= set(built.group(1).split(",")), f"{name}: {pkg} {constraint}"
+                else:
+                    assert constraint in required[pkg].split(), f"{name} ({fab}): spack.yaml's {pkg} is not {constraint}"
+
+
+def test_the_lab_checks_can_fail(concretized: Concretized) -> None:
+    """check_lab against a lock made for another lab: each rule speaks."""
+    lock, _ = concretized(DEFAULT_PROFILE)
+    beegfs = labs.load("beegfs-medium")
+    assert any("~beegfs on a beegfs lab" in p for p in check_lab(beegfs, lock))
+    stria = labs.load("cephfs-stria")
+    assert any(p.startswith("clients are aarch64 (aarch64) but ") for p in check_lab(stria, lock))
+    broken = json.loads(json.dumps(lock))
+    for node in broken["concrete_specs"].values():
+        if node["name"] == "openmpi":
+            node["parameters"]["fabrics"] = ["ofi"]
+        if node["name"] == "fio":
+            node["parameters"]["libaio"] = False
+    problems = check_lab(labs.load("azure-beegfs-medium"), broken)
+    assert any("is not fabrics=ucx (infiniband)" in p for p in problems)
+    assert any("has no libaio engine" in p for p in problems)
 
 
 def host_matches(lock: dict[str, Any]) -> bool:
@@ -479,6 +707,24 @@ def test_io500_passes_spack_audit(tmp_path: Path) -> None:
     assert "PKG-DIRECTIVES: passed" in audit.stdout
     info = subprocess.run([*spack, "info", "io500"], env=environ, capture_output=True, text=True, check=False)
     assert "isc26_v1    [git] https://github.com/IO500/io500.git at commit 0befb546" in info.stdout
+
+
+def test_the_kits_recipes_over_builtin_ones_pass_spack_audit_and_add_their_variants(tmp_path: Path) -> None:
+    """ior (+beegfs), prrte (+prefix_by_default) and the external-only beegfs-client-dev."""
+    root, builtin = spack_or_skip()
+    envdir = tmp_path / "env"
+    envdir.mkdir()
+    shutil.copy(SPACK_YAML, envdir)
+    shutil.copytree(SPACK_DIR / "repo", envdir / "repo")
+    spack = [str(root / "bin" / "spack"), "-e", str(envdir)]
+    environ = spack_environ(tmp_path, builtin)
+    names = sorted(p.name.replace("_", "-") for p in (KIT_REPO / "packages").iterdir())
+    assert names == ["beegfs-client-dev", "io500", "ior", "prrte"]
+    audit = subprocess.run([*spack, "audit", "packages", *names], env=environ, capture_output=True, text=True, check=False)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    for name, variant in (("ior", "beegfs"), ("prrte", "prefix_by_default")):
+        info = subprocess.run([*spack, "info", f"pfslab.{name}"], env=environ, capture_output=True, text=True, check=False)
+        assert info.returncode == 0 and re.search(rf"^\s+{variant} \[false\]", info.stdout, re.M), info.stdout[-2000:]
 
 
 HELLO_RECIPE = '''
