@@ -13,6 +13,7 @@
 bats_load_library bats-support
 bats_load_library bats-assert
 load ../lib/skip-file
+load ../lib/timed
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 
@@ -47,15 +48,6 @@ teardown_file() {
     done
     "$REPO/scripts/cloud-emulator" stop >/dev/null 2>&1 || true
   fi
-}
-
-# Run a command and say how long it took (the closing notes quote these lines).
-timed() {
-  local what=$1 start=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  echo "# timing: $what $((SECONDS - start)) s (exit $rc)" >&3
-  return "$rc"
 }
 
 ec2() { "$REPO/build/cloud-emulator/venv/bin/python" "$REPO/tests/cloud/ec2_query.py" "$@"; }

@@ -12,6 +12,7 @@
 bats_load_library bats-support
 bats_load_library bats-assert
 load ../lib/skip-file
+load ../lib/timed
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 LAB=hosts-cephfs
@@ -33,15 +34,6 @@ teardown_file() {
   [[ -z ${PFSLAB_SKIP_FILE:-} ]] || return 0
   "$REPO/scripts/lab" down "$LAB" >/dev/null 2>&1 || true
   "$REPO/scripts/hosts" down "$LAB" >/dev/null 2>&1 || true
-}
-
-# Run a command and say how long it took (the closing notes quote these lines).
-timed() {
-  local what=$1 start=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  echo "# timing: $what $((SECONDS - start)) s (exit $rc)" >&3
-  return "$rc"
 }
 
 hosts_exec() { "$REPO/scripts/hosts" exec "$LAB" "$@"; }

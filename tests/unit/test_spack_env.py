@@ -693,15 +693,20 @@ def host_matches(lock: dict[str, Any]) -> bool:
     return lock_os == host_os and gcc == host_gcc
 
 
-def test_io500_passes_spack_audit(tmp_path: Path) -> None:
-    """Spack's own checks of the recipe's directives and attributes."""
+def kit_environment(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """A copy of the kit's Spack environment (manifest and repo): the spack command in
+    it and the environment variables that point Spack at the builtin recipes."""
     root, builtin = spack_or_skip()
     envdir = tmp_path / "env"
     envdir.mkdir()
     shutil.copy(SPACK_YAML, envdir)
     shutil.copytree(SPACK_DIR / "repo", envdir / "repo")
-    spack = [str(root / "bin" / "spack"), "-e", str(envdir)]
-    environ = spack_environ(tmp_path, builtin)
+    return [str(root / "bin" / "spack"), "-e", str(envdir)], spack_environ(tmp_path, builtin)
+
+
+def test_io500_passes_spack_audit(tmp_path: Path) -> None:
+    """Spack's own checks of the recipe's directives and attributes."""
+    spack, environ = kit_environment(tmp_path)
     audit = subprocess.run([*spack, "audit", "packages", "io500"], env=environ, capture_output=True, text=True, check=False)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "PKG-DIRECTIVES: passed" in audit.stdout
@@ -711,13 +716,7 @@ def test_io500_passes_spack_audit(tmp_path: Path) -> None:
 
 def test_the_kits_recipes_over_builtin_ones_pass_spack_audit_and_add_their_variants(tmp_path: Path) -> None:
     """ior (+beegfs), prrte (+prefix_by_default) and the external-only beegfs-client-dev."""
-    root, builtin = spack_or_skip()
-    envdir = tmp_path / "env"
-    envdir.mkdir()
-    shutil.copy(SPACK_YAML, envdir)
-    shutil.copytree(SPACK_DIR / "repo", envdir / "repo")
-    spack = [str(root / "bin" / "spack"), "-e", str(envdir)]
-    environ = spack_environ(tmp_path, builtin)
+    spack, environ = kit_environment(tmp_path)
     names = sorted(p.name.replace("_", "-") for p in (KIT_REPO / "packages").iterdir())
     assert names == ["beegfs-client-dev", "io500", "ior", "prrte"]
     audit = subprocess.run([*spack, "audit", "packages", *names], env=environ, capture_output=True, text=True, check=False)
