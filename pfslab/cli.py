@@ -457,9 +457,17 @@ def _cmd_fabric_probe(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise fabric.FabricError(f"lab {args.lab} is not up here (no {path})")
     inventory = json.loads(path.read_text())
-    ok, line = fabric.run_probe(state.lab(args.lab), inventory, args.node_a, args.node_b)
+    try:
+        ok, line = fabric.run_probe(state.lab(args.lab), inventory, args.node_a, args.node_b)
+    except fabric.ProbeUnavailable as err:
+        print(f"no MPI to probe between {args.node_a} and {args.node_b}: {err}")
+        return PROBE_UNAVAILABLE
     print(line)
     return 0 if ok else 1
+
+
+#: fabric-probe's exit status when the node has no MPI or ior to probe with (preflight: SKIP).
+PROBE_UNAVAILABLE = 3
 
 
 def _add_fabric_probe(sub: Subparsers) -> None:
@@ -468,7 +476,8 @@ def _add_fabric_probe(sub: Subparsers) -> None:
         help="which transport MPI selects between two nodes of the lab (run on its login node)",
         description="Two ranks, one per node, started with the lab's launcher, print Open MPI's pml/mtl/btl and "
         "UCX/libfabric choice; one line says whether they use the lab's network.fabric (registry/fabrics.json). "
-        "Exit status 1 when they do not (e.g. TCP on an InfiniBand or EFA lab).",
+        "Exit status 1 when they do not (e.g. TCP on an InfiniBand or EFA lab), 3 when the node has no mpirun "
+        "or ior to probe with.",
     )
     p.add_argument("lab")
     p.add_argument("node_a")

@@ -62,6 +62,11 @@ class FabricError(KitError):
     """The probe could not run (no launcher, unknown node); the message is one line."""
 
 
+class ProbeUnavailable(FabricError):
+    """The node has no MPI or no ior to probe with: nothing MPI runs there either (the
+    MPI workloads are skipped with the same reason), so there is no transport to judge."""
+
+
 def fabrics() -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = json.loads(FABRICS_FILE.read_text())["fabrics"]
     return data
@@ -183,13 +188,17 @@ def run_probe(lab: dict[str, Any], inventory: dict[str, Any], a: str, b: str, ti
     launcher = dict(inventory.get("launcher") or lab.get("launcher") or {})
     ior = shutil.which("ior", path=tool_search_path())
     if ior is None:
-        raise FabricError("ior is not installed (the toolchain view, PFSLAB_TOOL_PATH or PATH): the probe runs ior -a DUMMY")
+        raise ProbeUnavailable("ior is not installed (the toolchain view, PFSLAB_TOOL_PATH or PATH): "
+                               "the probe runs ior -a DUMMY; 'make toolchain' installs it")
     with tempfile.TemporaryDirectory(prefix="pfslab-fabric-") as tmp:
         hostfile = Path(tmp, "hosts")
         hostfile.write_text(f"{hosts[a]} slots=1\n{hosts[b]} slots=1\n")
         env = {**os.environ, **{k: str(v) for k, v in launcher.get("env", {}).items()}, **VERBOSE_ENV}
         env["PATH"] = tool_search_path()
         command = probe_command(launcher, str(hostfile), ior)
+        if shutil.which(command[0], path=env["PATH"]) is None:
+            raise ProbeUnavailable(f"{command[0]} is not installed (the toolchain view, PFSLAB_TOOL_PATH or PATH); "
+                                   "'make toolchain' installs Open MPI")
         try:
             proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:

@@ -331,6 +331,8 @@ remote_up() {
   remote_boot_hosts "$lab"
   remote_copy_cluster "$lab"
   remote_start_phases "$lab"
-  remote_preflight "$lab" || die "lab $lab failed its preflight (the FAIL lines above); fix them, then run 'make lab-up LAB=$lab' again"
+  # The login node first: preflight's MPI probe runs there, with the kit, the inner key
+  # and the lab's inventory that login_setup puts there.
   login_setup "$lab"
+  remote_preflight "$lab" || die "lab $lab failed its preflight (the FAIL lines above); fix them, then run 'make lab-up LAB=$lab' again"
 }

@@ -68,8 +68,11 @@ ssh -n $O mon0 $r/ceph up mon
 ssh -n $O mon0 $r/ceph up mgr
 ssh -n $O osd0 $r/ceph up osd"
   assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '15p')" "ssh -n $O cli0 $r/ceph up client"
-  # preflight uses the same config, by node name.
-  assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '16p')" "ssh -F $LAB/ssh/config -n mon0 $r/common health fabric"
+  # Then the login node is readied (preflight's MPI probe runs there): its kit first.
+  assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '16p')" "ssh -n $O cli0 test -x '/opt/pfslab/.venv/bin/pfslab' && test -x '/opt/pfslab/.venv/bin/reframe'"
+  # preflight, after it, uses the same config, by node name.
+  run bash -c "grep -nE '^(ssh|scp) ' '$SHIM_LOG' | grep -F -e 'scripts/lab-rsh' -e 'ssh -F $LAB/ssh/config -n mon0 $r/common health fabric' | cut -d: -f1 | tr '\n' ' '"
+  [[ $output =~ ^([0-9]+)\ ([0-9]+)\ $ ]] && ((BASH_REMATCH[1] < BASH_REMATCH[2]))
   # No ssh or scp of the kit runs without the lab's config.
   [ -z "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | grep -v -- "-F $LAB/ssh/config")" ]
 }

@@ -204,6 +204,24 @@ UCX_LOG_LEVEL=info"
   assert_line "FAIL cli0,cli1  mpi-fabric       MPI between cli0 and cli1: the two-rank probe failed (exit 1): No components were able to be opened in the pml framework."
 }
 
+@test "MPI: a login node with no ior or mpirun: SKIP with the reason, not a pass and not a failure" {
+  [[ -x $KIT/.venv/bin/pfslab ]] || skip "the kit's .venv is missing (make deps)"
+  three_clients
+  probe_over_ssh
+  rm "$SHIMS/ior"
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" \
+    PROBE_BUILD="$BUILD" KIT="$KIT" PFSLAB_VIEW="$BATS_TEST_TMPDIR/no-view" HOME="$BATS_TEST_TMPDIR" "$KIT/scripts/preflight" beegfs-small
+  assert_success
+  assert_line "SKIP cli0,cli1  mpi-fabric       no MPI to probe between cli0 and cli1: ior is not installed (the toolchain view, PFSLAB_TOOL_PATH or PATH): the probe runs ior -a DUMMY; 'make toolchain' installs it"
+  assert_line --partial "SKIP cli2,cli0  mpi-fabric       no MPI to probe between cli2 and cli0"
+  refute_line --partial "PASS cli0,cli1  mpi-fabric"
+  shim ior
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" \
+    PROBE_BUILD="$BUILD" KIT="$KIT" PFSLAB_VIEW="$BATS_TEST_TMPDIR/no-view" HOME="$BATS_TEST_TMPDIR" "$KIT/scripts/preflight" beegfs-small
+  assert_success
+  assert_line --partial "SKIP cli0,cli1  mpi-fabric       no MPI to probe between cli0 and cli1: mpirun is not installed"
+}
+
 @test "MPI: a lab with one client says there is no pair" {
   preflight beegfs-small
   assert_line "SKIP cli0       mpi-fabric       lab beegfs-small has fewer than two clients: no pair for a two-rank test"

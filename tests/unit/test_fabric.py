@@ -10,6 +10,7 @@ mtl_ofi_component.c "mtl:ofi:prov: %s" (4.1) / "mtl:ofi:provider: %s" (5.0), UCX
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,30 @@ def test_the_probe_starts_two_ranks_with_the_labs_own_line() -> None:
                    "-w", "-r", "-t", "1k", "-b", "1k", "-i", "1"]
     with pytest.raises(fabric.FabricError, match="no launcher.mpirun line"):
         fabric.probe_command({}, "/tmp/h", "ior")
+
+
+INVENTORY = {"nodes": [{"name": "cli0", "address": "10.0.0.1"}, {"name": "cli1", "address": "10.0.0.2"}],
+             "launcher": {"mpirun": "mpirun -np {np} --hostfile {hostfile}"}}
+
+
+def _tools(tmp_path: Path, *names: str) -> str:
+    """A directory holding only the named commands (each exits 0)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in names:
+        tool = bindir / name
+        tool.write_text("#!/bin/sh\nexit 0\n")
+        tool.chmod(0o755)
+    return str(bindir)
+
+
+@pytest.mark.parametrize(("installed", "missing"), [((), "ior"), (("ior",), "mpirun")])
+def test_a_node_without_mpi_or_ior_has_nothing_to_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed: tuple[str, ...], missing: str,
+) -> None:
+    """No MPI there: no transport to judge (preflight says SKIP with this reason), not a pass."""
+    monkeypatch.setenv("PATH", _tools(tmp_path, *installed))
+    monkeypatch.setenv("PFSLAB_VIEW", str(tmp_path / "no-view"))
+    monkeypatch.delenv("PFSLAB_TOOL_PATH", raising=False)
+    with pytest.raises(fabric.ProbeUnavailable, match=f"^{missing} is not installed .*'make toolchain' installs"):
+        fabric.run_probe({"network": {"fabric": "infiniband"}}, INVENTORY, "cli0", "cli1")
