@@ -96,7 +96,7 @@ image_step_env() {
     install-roles.sh)
       printf '%s\n' "PFSLAB_FAMILY=$family" "PFSLAB_COMPONENTS=$(image_components "$family" "$role")" \
         PFSLAB_FABRIC=ethernet PFSLAB_TARGET=baremetal 'PFSLAB_FS_SETTINGS={}' ;;
-    toolchain.sh) echo "PFSLAB_TOOLCHAIN=$toolchain" ;;
+    toolchain.sh) printf '%s\n' "PFSLAB_TOOLCHAIN=$toolchain" "PFSLAB_FAMILY=$family" ;;
   esac
 }
 
