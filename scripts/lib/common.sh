@@ -71,6 +71,20 @@ use_tf_cli_config() {
   export TF_CLI_CONFIG_FILE=$config
 }
 
+# Every lab as lab-up resolves it for TARGET, one JSON document a line (what
+# `pfslab lab export` writes as <lab>@<target>.json).
+# Usage: resolved_labs TARGET
+resolved_labs() {
+  local target=$1 dir
+  dir=$(mktemp -d)
+  pfslab lab export "$dir" >/dev/null
+  shopt -s nullglob
+  local files=("$dir"/*@"$target".json)
+  shopt -u nullglob
+  ((${#files[@]} == 0)) || jq -c . "${files[@]}"
+  rm -rf "$dir"
+}
+
 # Why a Terraform directory's providers cannot be installed here, from its `terraform
 # init` log (empty: they can, or init failed for another reason).
 # A package that does not match the lock file is never "unavailable": it is an error.

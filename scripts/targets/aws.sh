@@ -28,8 +28,10 @@ target_emulated() {
   echo "PFSLAB_AWS_ENDPOINT=$PFSLAB_AWS_ENDPOINT is an EC2 API emulator: no instance boots behind it"
 }
 
+# The deployment id lab-up drew (scripts/lab cloud_deployment), when there is one.
 aws_deployment_args() {
-  local file=$PFSLAB_ROOT/build/$1/deployment
+  local file
+  file=$(state_dir "$1")/deployment
   [[ ! -s $file ]] || printf '%s\n' --deployment "$(<"$file")"
 }
 
@@ -59,13 +61,10 @@ target_gone() { echo "nothing tagged lab=$1 owner=$(lab_field "$1" instance.owne
 # The user's labs past their expiry tag, in every region a lab of the kit uses (and
 # REGIONS); ALL=1 lists everyone's.
 target_expired() {
-  local dir args=() region
-  dir=$(mktemp -d)
-  pfslab lab export "$dir" >/dev/null
-  for region in $(jq -r '.targets.aws.region? // empty' "$dir"/*@aws.json | sort -u) ${REGIONS:-}; do
+  local args=() region
+  for region in $(resolved_labs aws | jq -r '.targets.aws.region? // empty' | sort -u) ${REGIONS:-}; do
     args+=(--region "$region")
   done
-  rm -rf "$dir"
   [[ -z ${ALL:-} ]] || args+=(--all-owners)
   pfslab aws expired "${args[@]}"
 }
