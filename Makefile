@@ -160,8 +160,8 @@ lock: ## On a host that reaches PyPI: regenerate the hash-locked requirements*.l
 test-images: ## The qemu image for real: build + boot (root, Debian mirror; about 10-15 min under TCG)
 	PFSLAB_TEST_IMAGES=1 bats tests/images
 
-test-lab: ## The local lab for real: up, idempotent, repair, quick suite, down; two checkouts side by side (root; CI runs it)
-	bats tests/lab
+test-lab: ## The local lab for real from a clone at a random path: failed lab-ups undone, up, repair, quick suite, down; two checkouts (root; CI runs it)
+	scripts/test-lab
 
 test-cloud: ## Terraform applied for real to an EC2 API emulator: lab-up, lab-down, killed applies, leftovers, expiry (CI runs it)
 	timeout 1800 bats tests/cloud

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import getpass
-import hashlib
 import ipaddress
 import json
 import os
@@ -21,13 +20,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT
+from pfslab import KIT_ROOT, names
 from pfslab.errors import KitError
 
 #: The key of a resolved lab that holds its instance.
 KEY = "instance"
-#: Where local labs keep their runtime records (pid files, sockets, nsrsh host records).
-RUN_BASE = Path("/run/pfslab")
+RUN_BASE = names.RUN_BASE
 #: What a cloud tag value may hold (AWS and Azure); the schema's owner pattern.
 OWNER_PATTERN = re.compile(r"^[A-Za-z0-9_.:/=+@ -]{1,128}$")
 _BRIDGE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
@@ -42,9 +40,8 @@ CHECKOUT: Path = KIT_ROOT.resolve()
 
 
 def checkout_id(root: Path = CHECKOUT) -> str:
-    """Eight hex digits of the SHA-1 of the checkout's real path (``root``, resolved by
-    the caller): stable for one checkout, different for a clone elsewhere."""
-    return hashlib.sha1(str(root).encode()).hexdigest()[:8]
+    """The checkout id of ``root`` (resolved by the caller): pfslab.names."""
+    return names.checkout_id(root)
 
 
 def owner(lab: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> str:
@@ -59,19 +56,24 @@ def owner(lab: dict[str, Any] | None = None, environ: dict[str, str] | None = No
     return str(value)
 
 
-def describe(name: str, lab_owner: str, root: Path = CHECKOUT) -> dict[str, Any]:
-    """The instance block of lab ``name`` run from checkout ``root``."""
+def describe(name: str, lab_owner: str, root: Path = CHECKOUT, nodes: list[str] | None = None) -> dict[str, Any]:
+    """The instance block of lab ``name`` run from checkout ``root``: every name its
+    lab leaves on a shared host, from pfslab.names, and per node (``nodes``, in the
+    layout's order) its namespace and the host side of its veth pair."""
     checkout = checkout_id(root)
-    instance = f"{name}-{checkout}"
+    instance = names.instance_id(name, checkout)
+    prefix = names.netns_prefix(instance)
     return {
         "checkout": checkout,
         "root": str(root),
         "id": instance,
         "owner": lab_owner,
-        # Namespace names stay short: "pfs-" and six hex digits of the instance.
-        "netns_prefix": "pfs-" + hashlib.sha1(instance.encode()).hexdigest()[:6],
-        "run_root": str(RUN_BASE / instance),
-        "cgroup": f"pfslab-throttle-{instance}",
+        "netns_prefix": prefix,
+        "run_root": names.run_root(name, checkout),
+        "cgroup": names.cgroup(instance),
+        "login_link": names.login_link(prefix),
+        "nodes": {node: {"netns": names.node_netns(prefix, node), "veth": names.node_veth(prefix, position)}
+                  for position, node in enumerate(nodes or [])},
     }
 
 
@@ -100,10 +102,14 @@ def with_instance(lab: dict[str, Any], environ: dict[str, str] | None = None, ro
     block. On the local target the common mount path (the host's view of the file
     system) is per instance too: two checkouts' labs would otherwise bind their clients
     over the same directory. A cloud node's mount path is its own machine's."""
+    problem = names.checkout_path_problem(root)
+    if problem:
+        raise InstanceError(problem)
     out = dict(lab)
-    out[KEY] = describe(lab["name"], owner(lab, environ), root)
+    nodes = [n["name"] for n in lab.get("derived", {}).get("nodes", [])]
+    out[KEY] = describe(lab["name"], owner(lab, environ), root, nodes)
     if (target or lab["target"]) == "local":
-        out["filesystem"] = {**lab["filesystem"], "mount": f"{lab['filesystem']['mount']}-{out[KEY]['checkout']}"}
+        out["filesystem"] = {**lab["filesystem"], "mount": names.mount_path(lab["filesystem"]["mount"], out[KEY]["checkout"])}
     return out
 
 
@@ -149,6 +155,9 @@ def collisions(lab: dict[str, Any], run_base: Path = RUN_BASE) -> list[str]:
             problems.append(f"bridge {bridge} is used by {where}; give this lab another: {fix}")
         if ipaddress.IPv4Network(other.get("network", {}).get("subnet", "0.0.0.0/32")).overlaps(net):
             problems.append(f"subnet {net} overlaps {other['network']['subnet']} of {where}; give this lab another: {fix}")
+        if other[KEY].get("netns_prefix") == lab[KEY]["netns_prefix"]:
+            problems.append(f"namespace prefix {lab[KEY]['netns_prefix']} is used by {where} (two instances hashed alike); "
+                            "take that lab down first, or run this one from another checkout path")
         if other.get("filesystem", {}).get("mount") == lab["filesystem"]["mount"]:
             problems.append(f"mount path {lab['filesystem']['mount']} is used by {where}; take that lab down first")
     return problems

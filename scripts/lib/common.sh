@@ -25,6 +25,15 @@ require_cmd() {
   done
 }
 
+# The checkout's path goes into shell lines and MPI's agent: one whose characters
+# would split or quote wrongly is refused before anything is installed or made
+# (pfslab/names.py states what is allowed; the system's python3 reads it, as the
+# kit's environment may not exist yet).
+require_usable_checkout() {
+  local problem
+  problem=$(cd "$PFSLAB_ROOT" && python3 -m pfslab.names checkout-problem "$(realpath "$PFSLAB_ROOT")") || die "$problem"
+}
+
 require_fuse() {
   [[ -c /dev/fuse ]] || die "/dev/fuse is missing; the lab's ceph-fuse clients need FUSE (load the fuse module or give the container /dev/fuse)"
 }

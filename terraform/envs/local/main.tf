@@ -32,7 +32,7 @@ module "lab" {
   source       = "../../modules/local-lab"
   kit_root     = var.kit_root
   lab_file     = var.lab_file
-  netns_prefix = local.instance.netns_prefix
+  node_names   = local.instance.nodes
   state_root   = local.lab_root
   run_root     = local.run_root
   mount_path   = module.plan.lab.filesystem.mount

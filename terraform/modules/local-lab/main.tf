@@ -3,10 +3,10 @@
 # resource's destroy provisioner undoes exactly what its create did.
 
 locals {
-  prefix     = var.netns_prefix
   gateway    = cidrhost(var.subnet, 1)
   prefix_len = split("/", var.subnet)[1]
-  netns      = { for name, n in var.nodes : name => "${local.prefix}-${name}" }
+  # Derived once, by pfslab/names.py (the resolved lab's instance.nodes).
+  netns = { for name, n in var.nodes : name => var.node_names[name].netns }
   config_path = {
     for name, n in var.nodes : name => "${var.state_root}/nodes/${name}/node.json"
   }
@@ -87,16 +87,17 @@ resource "terraform_data" "node" {
   input = {
     kit   = var.kit_root
     netns = local.netns[each.key]
+    veth  = var.node_names[each.key].veth
   }
   triggers_replace = [each.value.address, var.bridge, var.subnet]
 
   provisioner "local-exec" {
-    command = "'${self.input.kit}/scripts/local/netns' node-up '${self.input.netns}' '${var.bridge}' '${each.value.address}/${local.prefix_len}' '${local.gateway}'"
+    command = "'${self.input.kit}/scripts/local/netns' node-up '${self.input.netns}' '${self.input.veth}' '${var.bridge}' '${each.value.address}/${local.prefix_len}' '${local.gateway}'"
   }
 
   provisioner "local-exec" {
     when    = destroy
-    command = "'${self.input.kit}/scripts/local/netns' node-down '${self.input.netns}'"
+    command = "'${self.input.kit}/scripts/local/netns' node-down '${self.input.netns}' '${self.input.veth}'"
   }
 }
 

@@ -18,13 +18,15 @@ variable "lab_file" {
   }
 }
 
-variable "netns_prefix" {
-  description = "Prefix of the node namespaces' names, per lab instance (the resolved lab's instance.netns_prefix)."
-  type        = string
+variable "node_names" {
+  description = "Per node, its network namespace and the host side of its veth pair (the resolved lab's instance.nodes, from pfslab/names.py)."
+  type        = map(object({ netns = string, veth = string }))
 
   validation {
-    condition     = can(regex("^pfs-[0-9a-f]{6}$", var.netns_prefix))
-    error_message = "The netns_prefix must be 'pfs-' and six hex digits (from pfslab lab show --instance)."
+    condition = alltrue([for n in values(var.node_names) :
+      can(regex("^pfs-[0-9a-f]{6}-[a-z][a-z0-9]{0,15}$", n.netns)) && can(regex("^pfv[0-9a-f]{6}[0-9a-z]{3}$", n.veth))
+    ])
+    error_message = "Each node's netns must be 'pfs-', six hex digits and the node's name, and its veth 'pfv', six hex digits and three base-36 digits (from pfslab lab show --instance)."
   }
 }
 
