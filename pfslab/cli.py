@@ -245,7 +245,11 @@ def _cmd_verdict(args: argparse.Namespace) -> int:
 
             notes = calibration.summary_lines(run.calibration)
         print(verdict.table(rows, run.lab_state, notes))
-    return 1 if summary["overall"] == "fail" else 0
+    return VERDICT_EXIT[summary["overall"]]
+
+
+#: A run that judged nothing must not pass a CI gate that reads the exit status alone.
+VERDICT_EXIT = {"pass": 0, "fail": 1, "no verdict": 3}
 
 
 def _add_verdict(sub: Subparsers) -> None:
@@ -253,7 +257,8 @@ def _add_verdict(sub: Subparsers) -> None:
         "verdict",
         help="the pass/fail/skip table of a run",
         description="One row per figure of a run (and per sweep-wide reference): measured, reference, "
-        "verdict. Exit status 1 when any figure failed.",
+        "verdict. Exit status 0 when the run passed, 1 when any figure failed, 3 when it judged "
+        "nothing (no test ran, or no figure had a threshold).",
     )
     p.add_argument("run_dir", help="build/runs/<lab>/<timestamp>")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
