@@ -95,7 +95,7 @@ login_ship_state() {
   cp "$(remote_dir "$lab")/lab.json" "$stage/$lab/lab.json"
   [[ ! -s $(remote_dir "$lab")/calibration.json ]] || cp "$(remote_dir "$lab")/calibration.json" "$stage/$lab/"
   cp "$(remote_dir "$lab")/ssh/known_hosts" "$stage/$lab/ssh/known_hosts"
-  ssh_config_text "$inside" "$dir/ssh" "$stage/$lab/ssh/known_hosts" >"$stage/$lab/ssh/config"
+  ssh_config_text "$inside" "$dir/ssh" "$stage/$lab/ssh/known_hosts" "$(remote_key_policy "$lab")" >"$stage/$lab/ssh/config"
   chmod 700 "$stage/$lab/ssh"
   chmod 600 "$stage/$lab/ssh/"*
   tar -C "$stage" -cf - . | remote_ssh_in "$lab" "$login" "umask 077 && mkdir -p '$REMOTE_ROOT/build' && tar -C '$REMOTE_ROOT/build' -xf - --no-same-owner" ||

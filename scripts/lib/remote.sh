@@ -37,18 +37,20 @@ remote_target() { printf '%s\n' "$2"; }
 # and the lab's key only (IdentitiesOnly); the nodes without a public address through
 # the login node (ProxyJump); host keys checked under the node's name (HostKeyAlias),
 # strictly once known_hosts has them (pinned from the cloud's console by
-# remote_pin_host_keys), trusted on first use otherwise. The lab address is an alias
-# too: scripts/preflight and job scripts reach nodes by it.
-# Usage: ssh_config_text INVENTORY SSH_DIR KNOWN_HOSTS_NOW
+# remote_pin_host_keys, or from the lab file's fingerprints by remote_pin_listed_keys),
+# and always strictly on a lab whose keys are pinned (STRICT=strict): a key is learnt on
+# first use only from existing hosts the lab file pins no key of. The lab address is an
+# alias too: scripts/preflight and job scripts reach nodes by it.
+# Usage: ssh_config_text INVENTORY SSH_DIR KNOWN_HOSTS_NOW [STRICT]
 #   SSH_DIR is where the config, its known_hosts and (by default) its key live on the
 #   machine that uses it; KNOWN_HOSTS_NOW is the known_hosts file to read here.
 ssh_config_text() {
-  local inv=$1 dir=$2 known_file=$3 known=""
+  local inv=$1 dir=$2 known_file=$3 strict=${4:-} known=""
   [[ ! -s $known_file ]] || known=$(awk '{print $1}' "$known_file" | sort -u | tr '\n' ' ')
-  jq -r --arg d "$dir" --arg known " $known" '(.ssh.user // "root") as $u | (.ssh.key // "\($d)/id_ed25519") as $k | (.nodes[] | .name as $n |
+  jq -r --arg d "$dir" --arg known " $known" --arg strict "$strict" '(.ssh.user // "root") as $u | (.ssh.key // "\($d)/id_ed25519") as $k | (.nodes[] | .name as $n |
     "Host \(.name) \(.address)\n  HostName \(.ssh_address // .address)\n  User \($u)\n  HostKeyAlias \(.name)\n" +
     (if .ssh_jump then "  ProxyJump \(.ssh_jump)\n" else "" end) +
-    "  StrictHostKeyChecking \(if ($known | contains(" \($n) ")) then "yes" else "accept-new" end)\n"),
+    "  StrictHostKeyChecking \(if $strict == "strict" or ($known | contains(" \($n) ")) then "yes" else "accept-new" end)\n"),
     "Host *\n  IdentityFile \($k)\n  IdentitiesOnly yes\n  UserKnownHostsFile \($d)/known_hosts\n  GlobalKnownHostsFile /dev/null\n  BatchMode yes\n  PasswordAuthentication no\n  KbdInteractiveAuthentication no\n  ForwardAgent no\n  ForwardX11 no\n  ControlMaster no\n  ConnectTimeout 15\n  ServerAliveInterval 15\n  ServerAliveCountMax 3"' "$inv"
 }
 
@@ -62,7 +64,75 @@ remote_ssh_config() {
   # Created private: the config names the key and the lab's inner addresses.
   : >"$dir/config"
   chmod 600 "$dir/config"
-  ssh_config_text "$(remote_inv "$lab")" "$dir" "$dir/known_hosts" >>"$dir/config"
+  ssh_config_text "$(remote_inv "$lab")" "$dir" "$dir/known_hosts" "$(remote_key_policy "$lab")" >>"$dir/config"
+}
+
+# "strict" when no host key of the lab may be learnt on first use: the target prints
+# every node's keys on a console (target_console), or the lab file pins them
+# (targets.baremetal.host_keys).
+remote_key_policy() {
+  local lab=$1
+  remote_use_target "$lab"
+  if declare -F target_console >/dev/null || [[ -n $(remote_pinned_hosts "$lab") ]]; then
+    echo strict
+  fi
+}
+
+# The existing hosts whose host-key fingerprints the lab file lists.
+remote_pinned_hosts() {
+  jq -r '.targets.baremetal.host_keys // {} | keys[]' "$(remote_dir "$1")/lab.json" 2>/dev/null || true
+}
+
+# The nodes reached directly first (the login node), then those behind them: a jump
+# host's key is checked before anything connects through it.
+remote_nodes_jump_first() {
+  jq -r '.nodes | map(select(.ssh_jump == null)) + map(select(.ssh_jump != null)) | .[].name' "$(remote_inv "$1")"
+}
+
+# Existing hosts with pinned fingerprints (targets.baremetal.host_keys): each host's
+# keys, as it presents them (ssh-keyscan: no login, nothing sent but the key exchange;
+# a host behind the login node is scanned from the login node, whose own key was
+# checked first), are kept in known_hosts only when one has a pinned fingerprint.
+# A host whose keys match none is refused before any connection logs in to it.
+remote_pin_listed_keys() {
+  local lab=$1 dir pinned node jump addr scanned line fp kept want missing
+  pinned=$(remote_pinned_hosts "$lab")
+  [[ -n $pinned ]] || return 0
+  dir=$(remote_dir "$lab")/ssh
+  missing=$(comm -23 <(remote_hosts "$lab" | sort) <(sort <<<"$pinned") | paste -sd' ' -)
+  [[ -z $missing ]] || die "lab $lab pins the host keys of some hosts but not of $missing (targets.baremetal.host_keys): list every host's fingerprint, or none"
+  for node in $(remote_nodes_jump_first "$lab"); do
+    grep -q "^$node " "$dir/known_hosts" 2>/dev/null && continue
+    is_existing_host "$lab" "$node" || continue
+    jump=$(remote_jump "$lab" "$node")
+    addr=$(remote_addr "$lab" "$node")
+    if [[ -n $jump ]]; then
+      scanned=$(remote_ssh "$lab" "$jump" "ssh-keyscan -T 10 $(jq -r --arg n "$node" '.nodes[] | select(.name == $n) | .address' "$(remote_inv "$lab")") 2>/dev/null") || scanned=
+    else
+      scanned=$(ssh-keyscan -T 10 "$addr" 2>/dev/null) || scanned=
+    fi
+    if [[ -z $scanned ]]; then
+      # Why it showed no key, in the words every other failure to reach a host uses: a
+      # login attempt cannot get past the host-key check (strict, and no key is known),
+      # so nothing is sent.
+      scanned=$(remote_ssh "$lab" "$node" true 2>&1) || true
+      die "$(remote_diagnose "$lab" "$node" "$scanned")"
+    fi
+    kept=""
+    want=$(jq -r --arg n "$node" '.targets.baremetal.host_keys[$n][]' "$(remote_dir "$lab")/lab.json")
+    while read -r line; do
+      [[ -n $line && $line != \#* ]] || continue
+      fp=$(ssh-keygen -lf - <<<"$line" 2>/dev/null | awk '{print $2}')
+      if grep -qxF -- "$fp" <<<"$want"; then kept+="$node ${line#* }"$'\n'; fi
+    done <<<"$scanned"
+    if [[ -z $kept ]]; then
+      die "host $node ($addr${jump:+, through $jump}) presents host keys $(while read -r line; do ssh-keygen -lf - <<<"$line" 2>/dev/null | awk '{printf "%s ", $2}'; done <<<"$scanned")that lab $lab does not pin (targets.baremetal.host_keys.$node: $(paste -sd' ' - <<<"$want")); nothing was sent to it. Another machine may be answering at its address; if the host was reinstalled, put its new fingerprint (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it) in the lab file"
+    fi
+    printf '%s' "$kept" >>"$dir/known_hosts"
+    chmod 600 "$dir/known_hosts"
+    log "host key of $node checked against the lab file's fingerprint: $(ssh-keygen -lf - <<<"${kept%%$'\n'*}" | awk '{print $2}')"
+  done
+  remote_ssh_config "$lab"
 }
 
 # The host keys a node's first boot printed on its console (cloud-init's "BEGIN SSH HOST
@@ -161,7 +231,7 @@ remote_reach_all() {
   local lab=$1 node key
   key=$(jq -r '.ssh.key // empty' "$(remote_inv "$lab")")
   [[ -z $key || -r $key ]] || die "lab $lab: its SSH key $key (targets.baremetal.ssh_key) does not exist or cannot be read"
-  for node in $(jq -r '.nodes | map(select(.ssh_jump == null)) + map(select(.ssh_jump != null)) | .[].name' "$(remote_inv "$lab")"); do
+  for node in $(remote_nodes_jump_first "$lab"); do
     remote_reach "$lab" "$node"
   done
   log "every node of lab $lab answers over SSH"
@@ -209,7 +279,7 @@ is_existing_host() { jq -e --arg n "$2" '.baremetal.hosts // {} | has($n)' "$(re
 # failed (with the last lines of its cloud-init output) or never finished.
 remote_wait_boot() {
   local lab=$1 timeout=${PFSLAB_BOOT_TIMEOUT:-1200} start=$SECONDS node status
-  for node in $(remote_nodes "$lab"); do
+  for node in $(remote_nodes_jump_first "$lab"); do
     is_existing_host "$lab" "$node" && continue
     # The console shows the host keys once cloud-init's last stage ran: pin them before
     # the first connection (targets without a console trust on first use).
@@ -325,6 +395,7 @@ remote_up() {
   remote_use_target "$lab"
   [[ -z ${TARGET_CONSOLE_CMD:-} ]] || require_cmd "$TARGET_CONSOLE_CMD"
   remote_ssh_config "$lab"
+  remote_pin_listed_keys "$lab"
   remote_wait_boot "$lab"
   [[ -z $(remote_hosts "$lab") ]] || remote_reach_all "$lab"
   remote_kit_sync "$lab"

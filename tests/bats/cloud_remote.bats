@@ -92,11 +92,29 @@ ssh -n $O osd0 $r/ceph up osd"
   assert_equal "$(ssh -G -F "$LAB/ssh/config" osd0 | grep -i '^stricthostkeychecking')" "stricthostkeychecking true"
 }
 
+@test "remote-up: the login node is pinned before anything connects through it; no connection may learn a key" {
+  # Each ssh notes whether its config would accept a new key from any node then.
+  shim ssh '
+prev=""; for a in "$@"; do [[ $prev == -F ]] && echo "accept-new lines: $(grep -c accept-new "$a")" >>"$SHIM_STATE/strictness"; prev=$a; done
+cmd=${!#}
+case $cmd in
+  "cloud-init status") echo "status: done" ;;
+esac'
+  remote_up aws-cephfs
+  assert_success
+  # The first console read is the login node's, before any ssh at all.
+  run bash -c "grep -nE 'get-console-output|^ssh ' '$SHIM_LOG' | head -n 2"
+  assert_line --index 0 --regexp "^[0-9]+:aws .*i-0cli"
+  run sort -u "$SHIM_STATE/strictness"
+  assert_output "accept-new lines: 0"
+}
+
 @test "remote-up: a node whose console never shows its host keys is named, and nothing connects to it" {
   shim aws 'exit 0'
   run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" PFSLAB_BOOT_TIMEOUT=0 "$KIT/scripts/remote-up" aws-cephfs
   assert_failure 2
-  assert_output "[remote] error: node mon0 of lab aws-cephfs printed no SSH host keys on its console in 0s; see its console output"
+  # The login node first: nothing connects through it before its key is pinned.
+  assert_output "[remote] error: node cli0 of lab aws-cephfs printed no SSH host keys on its console in 0s; see its console output"
   [ -z "$(calls ssh)" ]
 }
 
