@@ -210,7 +210,12 @@ def _cmd_run_dir(args: argparse.Namespace) -> int:
     from pfslab import labs, state
 
     labs.lab_path(args.lab)  # an unknown lab is an error here, not an empty directory
-    print(state.new_run_dir(args.lab, "-dry" if args.dry else ""))
+    try:
+        print(state.new_run_dir(args.lab, "-dry" if args.dry else "", args.name))
+    except ValueError as error:
+        raise KitError(str(error)) from None
+    except FileExistsError:
+        raise KitError(f"run directory {args.name} of lab {args.lab} exists already") from None
     return 0
 
 
@@ -218,6 +223,7 @@ def _add_run_dir(sub: Subparsers) -> None:
     p = sub.add_parser("run-dir", help="make a new run directory build/runs/<lab>/<UTC time>[-dry] and print it")
     p.add_argument("lab")
     p.add_argument("--dry", action="store_true", help="a dry run's directory (suffix -dry)")
+    p.add_argument("--name", help="the run's name, given by the kit's machine (a run on a remote lab's login node)")
     p.set_defaults(handler=_cmd_run_dir)
 
 

@@ -111,6 +111,24 @@ def mount_path(mount: str, checkout: str) -> str:
     return f"{mount}-{checkout}"
 
 
+#: A run directory's name: the UTC start time, a suffix of letters, digits and '-'
+#: (what kind of run), and '+' for each run that started in the same second.
+RUN_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z[A-Za-z0-9-]*\+*$")
+
+
+def run_name(started: float, suffix: str = "") -> str:
+    """The name of a run that started at ``started`` (seconds since the epoch)."""
+    import time
+
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started)) + suffix
+
+
+def run_name_problem(name: str) -> str | None:
+    if not RUN_NAME.match(name):
+        return f"run name {name!r} is not a UTC time such as 20261124T101500Z, a suffix of letters, digits and '-', and '+'s"
+    return None
+
+
 def login_link(prefix: str) -> str:
     """The hosts lab's link from this machine to its login host (scripts/hosts)."""
     return "ph-" + prefix[4:]

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT
+from pfslab import KIT_ROOT, names
 
 BUILD_DIR: Path = KIT_ROOT / "build"
 ACTIVE_FILE: Path = BUILD_DIR / "active-lab"
@@ -64,12 +64,22 @@ def lab(name: str) -> dict[str, Any]:
 def run_name(suffix: str = "") -> str:
     """A run directory's name: the UTC start time, then what kind of run it is
     (nothing for ``make bench``, ``-dry`` for a dry run, ``-<pid>`` for a plain
-    ``reframe`` invocation)."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + suffix
+    ``reframe`` invocation); pfslab.names says what a name may be."""
+    return names.run_name(time.time(), suffix)
 
 
-def new_run_dir(lab: str, suffix: str = "") -> Path:
-    """Make and return a new, unused run directory of the lab under build/runs/."""
+def new_run_dir(lab: str, suffix: str = "", name: str | None = None) -> Path:
+    """Make and return a new, unused run directory of the lab under build/runs/; with
+    ``name`` (a run the kit's machine named, run on a remote lab's login node), that one,
+    which must not exist yet."""
+    if name is not None:
+        problem = names.run_name_problem(name)
+        if problem:
+            raise ValueError(problem)
+        path = RUNS_DIR / lab / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir()
+        return path
     path = RUNS_DIR / lab / run_name(suffix)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:

@@ -173,3 +173,26 @@ def test_the_kernel_takes_a_sample_of_the_names(rng: random.Random) -> None:
     script = "set -e\n" + "".join(f"ip link add name {v} type veth peer name p{i}\n" for i, v in enumerate(veths))
     done = subprocess.run(["unshare", "--net", "--", "bash", "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_run_names_the_kit_makes_are_names_it_accepts(rng: random.Random) -> None:
+    """One pattern for what a run directory may be called (pfslab.names), read by the
+    maker and by the login node that is handed a name; a same-second run gets '+'."""
+    for _ in range(RUNS):
+        started = rng.uniform(0, 4102444800)
+        suffix = rng.choice(["", "-dry", f"-{rng.randint(1, 4194304)}"])
+        name = names.run_name(started, suffix) + "+" * rng.randint(0, 3)
+        assert names.run_name_problem(name) is None, (SEED, name)
+    for bad in ("../etc", "20261124T101500Z/..", "20261124T101500Z x", "latest", "20261124T101500Z+-dry"):
+        assert names.run_name_problem(bad) is not None
+
+
+def test_run_dir_takes_a_name_given_by_the_kits_machine_only_when_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pfslab import state
+
+    monkeypatch.setattr(state, "RUNS_DIR", tmp_path)
+    assert state.new_run_dir("local", name="20261124T101500Z+") == tmp_path / "local" / "20261124T101500Z+"
+    with pytest.raises(ValueError, match="is not a UTC time"):
+        state.new_run_dir("local", name="../x")
+    with pytest.raises(FileExistsError):
+        state.new_run_dir("local", name="20261124T101500Z+")
