@@ -225,7 +225,12 @@ def installed(tool: Tool, prefix: Path) -> bool:
 
 
 def missing_prerequisites() -> list[str]:
-    return [f"{command} ({package})" for command, package in PREREQUISITES.items() if shutil.which(command) is None]
+    missing = [f"{command} ({package})" for command, package in PREREQUISITES.items() if shutil.which(command) is None]
+    # Debian's openmpi-bin has an mpicc whose headers come only with libopenmpi-dev.
+    if shutil.which("mpicc") and subprocess.run(["mpicc", "-E", "-x", "c", "-"], input="#include <mpi.h>\n",
+                                                capture_output=True, text=True, check=False).returncode != 0:
+        missing.append("mpi.h (libopenmpi-dev)")
+    return missing
 
 
 def _build_env() -> dict[str, str]:
@@ -375,6 +380,8 @@ def build(registry: Registry, names: Sequence[str], prefix: Path, mirror: Path |
             write_views(registry, prefix)
             return 1
     views = write_views(registry, prefix)
+    if (prefix / ".work").is_dir() and not any((prefix / ".work").iterdir()):
+        (prefix / ".work").rmdir()
     done = "built" if todo else "up to date"
     log(f"{', '.join(t.name for t in chosen)} {done} in {prefix} ({time.monotonic() - start:.1f} s on {jobs} cores); "
         f"views: {'; '.join(views)}")
