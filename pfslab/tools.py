@@ -192,11 +192,14 @@ def checkout(git_dir: Path, pin: Pin, dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    for args in (("clone", "-q", "--shared", "--no-checkout", git_dir, dest),
-                 ("-C", dest, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", pin.commit)):
+    steps: tuple[tuple[str, tuple[str | Path, ...]], ...] = (
+        ("clone", ("clone", "-q", "--shared", "--no-checkout", git_dir, dest)),
+        ("checkout", ("-C", dest, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", pin.commit)),
+    )
+    for step, args in steps:
         done = _git(*args)
         if done.returncode != 0:
-            raise ToolsError(f"git {args[0]} of {pin.repo.name} {pin.commit} into {dest} failed: {_reason(done.stderr)}")
+            raise ToolsError(f"git {step} of {pin.repo.name} {pin.commit} into {dest} failed: {_reason(done.stderr)}")
     head = _git("-C", dest, "rev-parse", "HEAD").stdout.strip()
     if head != pin.commit:
         raise ToolsError(f"{dest} is at {head}, registry/tools.json pins {pin.commit}; refusing to build")
