@@ -15,6 +15,7 @@ Standard library only: ``python3 -m pfslab.tools`` runs before ``.venv`` exists.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -23,8 +24,9 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -391,6 +393,19 @@ def build(registry: Registry, names: Sequence[str], prefix: Path, mirror: Path |
     return 0
 
 
+@contextmanager
+def _locked(prefix: Path) -> Iterator[None]:
+    """One build at a time per prefix (CI and a user, two terminals): the second waits, then finds it done."""
+    prefix.mkdir(parents=True, exist_ok=True)
+    with (prefix / ".lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another make tools building in {prefix}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def log(message: str) -> None:
     print(f"[tools] {message}", file=sys.stderr, flush=True)
 
@@ -404,9 +419,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="make -j (default: the cores)")
     parser.add_argument("--registry", type=Path, default=TOOLS_FILE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    prefix = args.prefix.resolve()
     try:
-        return build(load(args.registry), args.tools, args.prefix.resolve(),
-                     args.mirror.resolve() if args.mirror else None, max(1, args.jobs))
+        with _locked(prefix):
+            return build(load(args.registry), args.tools, prefix, args.mirror.resolve() if args.mirror else None,
+                         max(1, args.jobs))
     except ToolsError as err:
         log(f"error: {err}")
         return 2

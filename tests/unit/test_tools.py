@@ -30,6 +30,8 @@ IOR_400 = REGISTRY.tools["ior-4.0.0"]
 
 def _mirror() -> Path | None:
     configured = os.environ.get("PFSLAB_TEST_TOOLS_MIRROR")
+    if configured and not Path(configured).is_dir():
+        pytest.fail(f"PFSLAB_TEST_TOOLS_MIRROR={configured} is not a folder (of git bundles: hpc+ior.bundle, ...)")
     folder = Path(configured) if configured else KIT.parent / "shared" / "mirror" / "git"
     return folder if folder.is_dir() else None
 
@@ -154,6 +156,14 @@ def test_prepare_sh_pins_checked(tmp_path: Path) -> None:
     tools.check_prepare_pins(io500, tmp_path)
 
 
+def test_failed_step_names_tool_step_status_and_log(tmp_path: Path) -> None:
+    step = tools.Build(IOR_400, tmp_path, tmp_path / "home", tmp_path / "ior-4.0.0.log", 1)
+    with pytest.raises(tools.BuildFailed) as failed:
+        step.run("ior configure", ["sh", "-c", "echo configure: error: no MPI; exit 3"], tmp_path)
+    assert str(failed.value) == f"ior-4.0.0: ior configure failed (exit 3); full log {tmp_path}/ior-4.0.0.log"
+    assert "configure: error: no MPI" in (tmp_path / "ior-4.0.0.log").read_text()
+
+
 def test_search_path_finds_built_tools_by_view_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for view in ("view", "view-seed"):
         (tmp_path / view / "bin").mkdir(parents=True)
@@ -193,6 +203,9 @@ def test_build_installs_every_tool_and_view(built: tuple[Path, float]) -> None:
         stamp = json.loads((prefix / tool.name / tools.STAMP).read_text())
         assert stamp["pins"]["commits"][tool.pin.repo.name] == tool.pin.commit
     assert os.path.realpath(prefix / "view" / "bin" / "ior") == str(prefix / "ior-4.0.0" / "bin" / "ior")
+    # IO500 keeps its own IOR (the commit its release pins), out of the views.
+    assert os.access(prefix / "io500-sc25" / "bin" / "ior", os.X_OK)
+    assert os.path.realpath(prefix / "view" / "bin" / "io500") == str(prefix / "io500-sc25" / "bin" / "io500")
     assert os.path.realpath(prefix / "view-seed" / "bin" / "mdtest") == str(prefix / "ior-3.3.0" / "bin" / "mdtest")
 
 
