@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,20 @@ def test_registry_pins_full_commits_and_io500_deps() -> None:
     io500 = REGISTRY.tools["io500-sc25"]
     assert {p.repo.name for p in io500.deps} >= {"ior", "pfind"}
     assert REGISTRY.views["view"][0] == "ior-4.0.0" and REGISTRY.views["view-seed"] == ("ior-3.3.0",)
+
+
+def test_io500_pins_agree_with_the_spack_recipe() -> None:
+    """The same IO500 release pins the same IOR and pfind with Spack and with make tools."""
+    recipe = (KIT / "spack" / "repo" / "spack_repo" / "pfslab" / "packages" / "io500" / "package.py").read_text()
+    for tool in (t for t in REGISTRY.tools.values() if t.kind == "io500"):
+        version = re.search(rf'version\(\s*"([^"]+)",[^)]*commit="{tool.pin.commit}"', recipe)
+        assert version, f"the Spack io500 recipe has no version at {tool.pin.commit} ({tool.name})"
+        resources = [dict(re.findall(r'(\w+)="([^"]*)"', block))
+                     for block in re.findall(r"resource\((.*?)\)", recipe, re.S)]
+        for dep in ("ior", "pfind"):
+            pinned = {r["commit"] for r in resources
+                      if r["name"] == dep and r.get("when", f"@{version.group(1)}") == f"@{version.group(1)}"}
+            assert pinned == {tool.dep(dep).commit}, (tool.name, dep, pinned)
 
 
 def test_registry_short_commit_refused(tmp_path: Path) -> None:
