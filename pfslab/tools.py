@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import json
 import os
 import re
@@ -219,14 +220,31 @@ def check_prepare_pins(tool: Tool, tree: Path) -> None:
                              f"with.{repo} is {ours}; refusing to build")
 
 
+@functools.cache
+def mpi_identity() -> str | None:
+    """The system MPI the tools build against: mpicc and the compile line it wraps (Open MPI
+    --showme, MPICH -show), which names the MPI's headers and libraries. Another MPI means a
+    rebuild; a patch update of the same one does not. None when there is no mpicc."""
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        return None
+    for flag in ("--showme", "-show"):
+        done = subprocess.run([mpicc, flag], capture_output=True, text=True, check=False)
+        if done.returncode == 0 and done.stdout.strip():
+            return f"{os.path.realpath(mpicc)}: {done.stdout.strip()}"
+    return os.path.realpath(mpicc)
+
+
 def installed(tool: Tool, prefix: Path) -> bool:
-    """The tool's stamp matches its pins and its binaries are there."""
+    """The tool's stamp matches its pins and this system's MPI, and its binaries are there."""
     home = prefix / tool.name
     try:
         stamp = json.loads((home / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return bool(stamp.get("pins") == tool.stamp()) and all(os.access(home / "bin" / b, os.X_OK) for b in tool.links)
+    mpi = mpi_identity()
+    return (stamp.get("pins") == tool.stamp() and (mpi is None or stamp.get("mpi") == mpi)
+            and all(os.access(home / "bin" / b, os.X_OK) for b in tool.links))
 
 
 def missing_prerequisites() -> list[str]:
@@ -256,15 +274,18 @@ class Build:
         with self.log.open("a", encoding="utf-8") as out:
             out.write(f"\n$ cd {cwd} && {shlex.join(argv)}\n")
             out.flush()
+            start = time.monotonic()
             status = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=_build_env(),
                                     check=False).returncode
+            out.write(f"# {step}: exit {status} after {time.monotonic() - start:.1f} s\n")
         if status != 0:
             raise BuildFailed(self.tool.name, step, status, self.log)
 
     def ior(self, tree: Path) -> None:
         """IOR as its README and IO500's prepare.sh build it: bootstrap, configure, make in src/."""
         self.run("ior bootstrap", ["./bootstrap"], tree)
-        self.run("ior configure", ["./configure", f"--prefix={self.home}"], tree)
+        # No dependency tracking: a one-time build never recompiles, and it saves time.
+        self.run("ior configure", ["./configure", f"--prefix={self.home}", "--disable-dependency-tracking"], tree)
         self.run("ior make", ["make", f"-j{self.jobs}", "-C", "src", "install"], tree)
 
     def io500(self) -> None:
@@ -291,7 +312,7 @@ class Build:
         else:
             self.io500()
         seconds = time.monotonic() - start
-        stamp = {"pins": self.tool.stamp(), "built_seconds": round(seconds, 1), "mpicc": shutil.which("mpicc")}
+        stamp = {"pins": self.tool.stamp(), "mpi": mpi_identity(), "built_seconds": round(seconds, 1)}
         (self.home / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
         shutil.rmtree(self.work, ignore_errors=True)
         return seconds

@@ -179,6 +179,23 @@ def test_failed_step_names_tool_step_status_and_log(tmp_path: Path) -> None:
     assert "configure: error: no MPI" in (tmp_path / "ior-4.0.0.log").read_text()
 
 
+def test_stamp_of_other_pins_or_another_mpi_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "ior-4.0.0"
+    (home / "bin").mkdir(parents=True)
+    for program in IOR_400.links:
+        (home / "bin" / program).write_text("#!/bin/sh\n")
+        (home / "bin" / program).chmod(0o755)
+    monkeypatch.setattr(tools, "mpi_identity", lambda: "/usr/bin/mpicc.openmpi: gcc -lmpi")
+    stamp = {"pins": IOR_400.stamp(), "mpi": "/usr/bin/mpicc.openmpi: gcc -lmpi"}
+    (home / tools.STAMP).write_text(json.dumps(stamp))
+    assert tools.installed(IOR_400, tmp_path)
+    monkeypatch.setattr(tools, "mpi_identity", lambda: "/usr/bin/mpicc.mpich: gcc -lmpich")
+    assert not tools.installed(IOR_400, tmp_path)
+    monkeypatch.setattr(tools, "mpi_identity", lambda: "/usr/bin/mpicc.openmpi: gcc -lmpi")
+    (home / tools.STAMP).write_text(json.dumps(dict(stamp, pins=REGISTRY.tools["ior-3.3.0"].stamp())))
+    assert not tools.installed(IOR_400, tmp_path)
+
+
 def test_search_path_finds_built_tools_by_view_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for view in ("view", "view-seed"):
         (tmp_path / view / "bin").mkdir(parents=True)
