@@ -16,6 +16,9 @@ USER_DATA ?=
 MIRROR ?=
 BUNDLE_KEY ?=
 MIRROR_OUT ?=
+# make tools: a folder of git bundles or bare repositories of IOR, IO500, pfind, cdcl-schema-tools
+# (<owner>+<name>.bundle) to build from instead of their upstream URLs.
+TOOLS_MIRROR ?=
 MODE ?=
 REPEAT ?= 3
 RUN ?=
@@ -40,7 +43,7 @@ PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
-.PHONY: help deps deps-test calibrate toolchain mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down expired lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-cloud test-remote hosts-up hosts-down hosts-status
+.PHONY: help deps deps-test calibrate toolchain tools mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down expired lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-cloud test-remote hosts-up hosts-down hosts-status
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -53,6 +56,7 @@ help: ## Show the targets and the variables they take
 	@echo "           PURGE=1 (make lab-down: also what others tagged with the lab), ALL=1 REGIONS=\"..\" (make expired)"
 	@echo "           RUN=<lab>/<timestamp> (make report), A=... B=... (make compare), REPEAT=n (make baseline)"
 	@echo "           MIRROR=<bundle dir> BUNDLE_KEY=<its signing key's fingerprint> (make toolchain), MIRROR_OUT=<dir> (make mirror, default build/spack-bundle)"
+	@echo "           TOOLS_MIRROR=<folder of git bundles or bare repositories: hpc+ior.bundle, IO500+io500.bundle, ...> (make tools, offline)"
 	@echo "           FILESYSTEM=beegfs (make toolchain on a BeeGFS client: IOR with BeeGFS striping, spack/README.md)"
 	@echo "           FAMILY=<family> (make images, default ceph), HOSTS=<lab> (make hosts-up/hosts-down/hosts-status: hosts-cephfs)"
 	@echo
@@ -70,6 +74,9 @@ deps-test: ## Install what the labs and the offline tests need (make test runs i
 
 toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/view, view-seed); MIRROR=<bundle> BUNDLE_KEY=<fingerprint> installs offline
 	MIRROR='$(MIRROR)' PFSLAB_BUNDLE_KEY='$(BUNDLE_KEY)' PFSLAB_TOOLCHAIN_FILESYSTEM='$(FILESYSTEM)' scripts/toolchain
+
+tools: ## Without Spack: build IOR/mdtest 4.0.0 and 3.3.0 and IO500 from pinned commits (registry/tools.json) into build/tools; TOOLS_MIRROR=<dir> builds offline
+	python3 -m pfslab.tools $(if $(TOOLS_MIRROR),--mirror '$(TOOLS_MIRROR)',)
 
 mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
 	MIRROR_OUT='$(or $(MIRROR_OUT),build/spack-bundle)' scripts/mirror

@@ -147,7 +147,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             if found is None:
                 self._skip(
                     f"{executable} is not installed: not found in PFSLAB_TOOL_PATH, the toolchain view or PATH "
-                    f"(install it with 'make toolchain', or set PFSLAB_TOOL_PATH)"
+                    f"(install it with 'make toolchain' or, IOR, mdtest and IO500 without Spack, 'make tools'; "
+                    f"or set PFSLAB_TOOL_PATH)"
                 )
             tool_path = found or executable
         mount = self.lab["filesystem"]["mount"]
