@@ -137,8 +137,8 @@ baseline: ## Run the suite REPEAT times (default 3) and write the lab's referenc
 overhead: ## Same benchmark by hand and through the kit, alternating: prints the kit/hand ratio
 	scripts/bench-overhead
 
-demo: ## The first command on a new machine: what the demo needs, the local lab, one test per tool, the verdict
-	scripts/demo
+demo: ## The first command on a new machine: what the demo needs, the local lab, one test per tool, the verdict (TOOLS_MIRROR=<dir>: IOR/mdtest offline)
+	TOOLS_MIRROR='$(TOOLS_MIRROR)' scripts/demo
 
 test: deps-test ## All offline tests: pytest, bats, terraform, shellcheck, mypy, checkov (installs what they need)
 	$(MAKE) --no-print-directory test-python test-bats test-terraform lint checkov
