@@ -146,22 +146,17 @@ login_calibrate() {
 # What the lab wrote on a node that outlives it (existing hosts), removed: the first
 # boot's files (node config, inventory, hosts lines, profile), the roles' state, run and
 # log dirs, the drive links, the inner key's authorisation and, on the login node, the
-# lab's state and runs (already brought home). The image's own files stay.
+# lab's state and runs (already brought home). The image's own files stay. The removal
+# is scripts/host-forget, sent from this checkout and run there.
 login_forget() {
-  local lab=$1 node mark paths hosts_lines
+  local lab=$1 node mark mount words=()
   mark=$(login_key_mark "$lab")
-  paths="/etc/pfslab/node.json /etc/pfslab/inventory.json /etc/pfslab/hosts /etc/pfslab/cluster /etc/profile.d/pfslab.sh"
-  paths+=" /var/lib/pfslab /run/pfslab /var/log/pfslab /dev/disk/pfslab /etc/sysctl.d/90-pfslab.conf /etc/tmpfiles.d/90-pfslab-thp.conf"
-  paths+=" $(login_root "$lab") $REMOTE_ROOT/build/runs/$lab $REMOTE_ROOT/build/active-lab"
-  local mount
   mount=$(jq -r '.filesystem.mount' "$(remote_inv "$lab")")
   # Exactly the lines the first boot appended to /etc/hosts (the lab plan's hosts_file).
-  hosts_lines=$(jq -r --arg lab "$lab" '"-e \("# pfslab hosts of lab \($lab)" | @sh)", (.nodes[] | "-e \("\(.address) \(.name)" | @sh)")' "$(remote_inv "$lab")" | tr '\n' ' ')
+  mapfile -t words < <(jq -r --arg lab "$lab" '"# pfslab hosts of lab \($lab)", (.nodes[] | "\(.address) \(.name)")' "$(remote_inv "$lab")")
+  words=("$lab" "$mark" "$mount" "$REMOTE_ROOT" "${words[@]}")
   for node in $(remote_nodes "$lab"); do
-    # cat >: /etc/hosts keeps its inode (a container's may be a bind mount).
-    remote_ssh "$lab" "$node" "rm -rf $paths && { mountpoint -q '$mount' || rmdir '$mount' 2>/dev/null || true; } &&
-      { grep -vxF $hosts_lines /etc/hosts >/tmp/pfslab-hosts || true; } && cat /tmp/pfslab-hosts >/etc/hosts && rm -f /tmp/pfslab-hosts &&
-      if test -f ~/.ssh/authorized_keys; then { grep -vF '$mark' ~/.ssh/authorized_keys || true; } >~/.ssh/authorized_keys.pfslab && mv ~/.ssh/authorized_keys.pfslab ~/.ssh/authorized_keys; fi" ||
+    remote_ssh_in "$lab" "$node" "bash -s -- $(printf '%q ' "${words[@]}")" <"$PFSLAB_ROOT/scripts/host-forget" >&2 ||
       log "could not remove what lab $lab wrote on $node (ignored: see above)"
   done
   log "removed what lab $lab wrote on its hosts (first-boot files, role state, the inner key's authorisation)"

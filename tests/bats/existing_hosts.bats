@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016
+# What lab-up and lab-down run as root on existing hosts that other users share
+# (scripts/lib/login.sh: the kit's sync, login_forget), run for real: each "host" is a
+# chroot of a scratch tree holding copies of the few tools the commands use, and the ssh
+# shim runs the kit's command there as root. Absolute paths in those commands (/etc,
+# /tmp, /opt/pfslab) are the scratch tree's, never this machine's; no mount, namespace
+# or network is made.
+
+load helpers
+
+setup() {
+  [[ $(id -u) -eq 0 ]] || skip "needs root (chroot)"
+  sandbox
+  BUILD=$BATS_TEST_TMPDIR/build
+  LAB=$BUILD/hosts-lab
+  HOSTS=$BATS_TEST_TMPDIR/hosts
+  mkdir -p "$LAB/ssh"
+  : >"$LAB/ssh/id_ed25519"
+  : >"$LAB/ssh/config"
+  jq -n '{lab: "hosts-lab", target: "baremetal", ssh: {user: "root"}, login: "cli0",
+    baremetal: {hosts: {mon0: "10.21.0.10", cli0: "10.21.0.12"}}, filesystem: {mount: "/mnt/cephfs"},
+    nodes: [{name: "mon0", address: "10.21.0.10"}, {name: "cli0", address: "10.21.0.12"}]}' >"$LAB/inventory.json"
+  jq -n '{name: "hosts-lab", instance: {id: "hosts-lab-0123abcd"}}' >"$LAB/lab.json"
+  mkdir -p "$LAB/boot"
+  for n in mon0 cli0; do printf '#!/bin/sh\necho "{\\"lab\\": \\"hosts-lab\\"}" >/etc/pfslab/node.json\n' >"$LAB/boot/$n.sh"; done
+  make_host mon0
+  make_host cli0
+  # ssh NODE COMMAND: COMMAND runs as root on the host NODE (its chroot), stdin passed on.
+  shim ssh 'node=${@: -2:1}; exec '"$(command -v chroot)"' "'"$HOSTS"'/$node" /usr/bin/env -i PATH=/usr/bin HOME=/root /usr/bin/bash -c "${!#}"'
+}
+
+# A host: a scratch root with the tools the kit's commands use (and their libraries),
+# an /etc/hosts and authorized_keys holding the lab's lines among the user's own, and
+# the first boot's records of the lab.
+make_host() {
+  local h=$HOSTS/$1 t bin lib
+  mkdir -p "$h"/{usr/bin,etc/pfslab/cluster,tmp,root/.ssh,dev,opt,var/lib/pfslab,run/pfslab,mnt/cephfs}
+  chmod 1777 "$h/tmp"
+  : >"$h/dev/null"
+  chmod 666 "$h/dev/null"
+  for t in bash sh env cat grep rm mkdir mktemp mv chmod rmdir mountpoint jq sha256sum tar gzip awk cut wc sed \
+    dirname basename find ls comm sort head paste tr; do
+    bin=$(command -v "$t")
+    cp -L "$bin" "$h/usr/bin/$t"
+    for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+      [[ -e $h$lib ]] || { mkdir -p "$h$(dirname "$lib")" && cp -L "$lib" "$h$lib"; }
+    done
+  done
+  printf '%s\n' "127.0.0.1 localhost" "# pfslab hosts of lab hosts-lab" "10.21.0.10 mon0" "10.21.0.12 cli0" "192.0.2.7 printer" >"$h/etc/hosts"
+  printf '%s\n' "ssh-ed25519 AAAAuser user@desk" \
+    'from="10.21.0.12",no-agent-forwarding ssh-ed25519 AAAAinner pfslab-inner lab=hosts-lab instance=hosts-lab-0123abcd' >"$h/root/.ssh/authorized_keys"
+  echo '{"lab": "hosts-lab"}' >"$h/etc/pfslab/node.json"
+  : >"$h/var/lib/pfslab/state"
+  echo "root:\$6\$secret:19000:0:99999:7:::" >"$h/etc/shadow"
+}
+
+# What another local user of the host leaves at the fixed names the kit once used: links
+# to root's files, for root to write through.
+plant() {
+  local h=$HOSTS/$1
+  ln -s /etc/shadow "$h/tmp/pfslab-hosts"
+  ln -s /etc/shadow "$h/tmp/pfslab-kit-sync.tar.gz"
+  chown -h nobody "$h/tmp/pfslab-hosts" "$h/tmp/pfslab-kit-sync.tar.gz"
+}
+
+# Run a function of scripts/lib/remote.sh (and login.sh) as lab-up and lab-down do.
+remote_fn() {
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" \
+    bash -c 'source "$0/scripts/lib/common.sh" && source "$0/scripts/lib/remote.sh" && PFSLAB_LOG_TAG=remote && "$@"' "$KIT" "$@"
+}
+
+@test "lab-down on an existing host: only the lab's lines leave /etc/hosts; a file another user planted at /tmp/pfslab-hosts is neither used nor written" {
+  plant mon0
+  shadow=$(cat "$HOSTS/mon0/etc/shadow")
+  remote_fn login_forget hosts-lab
+  assert_success
+  h=$HOSTS/mon0
+  assert_equal "$(cat "$h/etc/hosts")" "127.0.0.1 localhost
+192.0.2.7 printer"
+  # Root's file behind the planted link is untouched, and so is the link.
+  assert_equal "$(cat "$h/etc/shadow")" "$shadow"
+  assert_equal "$(readlink "$h/tmp/pfslab-hosts")" /etc/shadow
+  # The private copy is gone; the lab's records and key too, the user's key stays.
+  [ -z "$(find "$h/etc" "$h/tmp" -name '*pfslab-hosts.*')" ]
+  assert_equal "$(cat "$h/root/.ssh/authorized_keys")" "ssh-ed25519 AAAAuser user@desk"
+  [ ! -e "$h/etc/pfslab/node.json" ] && [ ! -e "$h/var/lib/pfslab" ] && [ ! -e "$h/mnt/cephfs" ]
+  assert_equal "$(cat "$HOSTS/cli0/etc/hosts")" "127.0.0.1 localhost
+192.0.2.7 printer"
+}
