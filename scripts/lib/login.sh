@@ -26,23 +26,30 @@ login_key_mark() { echo "pfslab-inner lab=$1 instance=$(jq -r '.instance.id // "
 # The kit on every node must be this checkout's (the image's digest: the manifest's
 # sha256, scripts/lib/images.sh): the roles run from it, and the login node runs the
 # tests, references and parsers the user reads here. A node whose kit differs gets this
-# checkout's unpacked over it (packer/scripts/install-kit.sh sync: the image build's own
-# unpack and checks), and the log says so.
+# checkout's (packer/scripts/install-kit.sh sync: the image build's own unpack and
+# checks), and the log says so. The archive goes to a folder of a random name the node
+# makes (mkdir fails on anything already there, so nothing another user planted in /tmp
+# is used), and its sha256 goes on the command line: install-kit.sh refuses an archive
+# that differs before it unpacks anything.
 remote_kit_sync() {
-  local lab=$1 want archive="" node have
+  local lab=$1 want archive="" sum="" node have dir
   # shellcheck source=scripts/lib/images.sh
   source "$PFSLAB_ROOT/scripts/lib/images.sh"
   want=$(image_digest)
   for node in $(remote_nodes "$lab"); do
-    have=$(remote_ssh "$lab" "$node" "sha256sum <'$REMOTE_ROOT/.pfslab-manifest' 2>/dev/null | cut -d' ' -f1") || have=
+    have=$(remote_ssh "$lab" "$node" "sha256sum 2>/dev/null <'$REMOTE_ROOT/.pfslab-manifest' | cut -d' ' -f1") || have=
     [[ $have == "$want" ]] && continue
     log "the kit on $node (${have:0:12}${have:+ }at $REMOTE_ROOT) is not this checkout's (${want:0:12}): unpacking this checkout's there"
     if [[ -z $archive ]]; then
       archive=$(mktemp)
       kit_archive "$archive"
+      sum=$(sha256sum <"$archive")
+      sum=${sum%% *}
     fi
-    if ! remote_ssh_in "$lab" "$node" "umask 077 && cat >/tmp/pfslab-kit-sync.tar.gz" <"$archive" ||
-      ! remote_ssh_in "$lab" "$node" "PFSLAB_KIT_ARCHIVE=/tmp/pfslab-kit-sync.tar.gz KIT='$REMOTE_ROOT' bash -s sync $want" \
+    # Only a name (random, made here); the node's mkdir creates it or fails.
+    dir=$(mktemp -u /tmp/pfslab-kit-sync.XXXXXXXXXXXX)
+    if ! remote_ssh_in "$lab" "$node" "umask 077 && mkdir '$dir' && cat >'$dir/kit.tar.gz'" <"$archive" ||
+      ! remote_ssh_in "$lab" "$node" "PFSLAB_KIT_ARCHIVE='$dir/kit.tar.gz' KIT='$REMOTE_ROOT' bash -s sync $want $sum; rc=\$?; rm -rf '$dir'; exit \$rc" \
         <"$PFSLAB_ROOT/packer/scripts/install-kit.sh" >&2; then
       rm -f "$archive"
       die "could not unpack this checkout's kit on $node of lab $lab; see the lines above"

