@@ -189,7 +189,7 @@ login_ship_tools() {
     dir=${dirs[$i]}
     [[ -d $dir ]] || die "PFSLAB_TOOL_PATH names $dir, which is not a folder"
     for node in $nodes; do
-      tar -C "$dir" -cf - . | remote_ssh_in "$lab" "$node" "mkdir -p '$(login_root "$lab")/tools/$i' && tar -C '$(login_root "$lab")/tools/$i' -xf - --no-same-owner" ||
+      tar -C "$dir" -cf - . | remote_ssh_in "$lab" "$node" "mkdir -p '$(login_root "$lab")/tools/$i' && tar -C '$(login_root "$lab")/tools/$i' -xf - --no-same-owner --no-same-permissions" ||
         remote_step_failed "$lab" "$node" 255 "copying $dir (PFSLAB_TOOL_PATH) to it"
     done
     remote+=${remote:+:}$(login_root "$lab")/tools/$i
@@ -218,15 +218,41 @@ login_bench() {
   remote_ssh "$lab" "$login" "cd '$REMOTE_ROOT' && env $(printf '%q ' "${env[@]}") scripts/bench $args"
 }
 
-# The run directory brought home whole (then removed from the login node).
+# Unpack a tar archive made on a lab node into DEST: only plain files and folders, every
+# name inside DEST (none absolute, no ..), owners and setuid/setgid bits not taken from
+# it (tar as root would keep them). Anything else is refused in one line naming up to
+# three members, before a byte is unpacked. Usage: untar_plain ARCHIVE DEST
+untar_plain() {
+  local archive=$1 dest=$2 listing names bad
+  listing=$(tar -tvf "$archive") || { log "$archive is not a tar archive"; return 1; }
+  names=$(tar -tf "$archive" 2>/dev/null)
+  bad=$({
+    awk '$1 !~ /^[-d]/ {sub(/^[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, ""); print}' <<<"$listing"
+    grep -E '^/|(^|/)\.\.(/|$)' <<<"$names" || true
+  } | head -n 3 | paste -sd';' -)
+  if [[ -n $bad ]]; then
+    log "refused to unpack into $dest: members that are not plain files or folders inside it ($bad); allowed: files and folders only"
+    return 1
+  fi
+  tar -C "$dest" -xf "$archive" --no-same-owner --no-same-permissions
+}
+
+# The run directory brought home whole (then removed from the login node), through a
+# private file next to it and untar_plain.
 login_fetch_run() {
-  local lab=$1 name=$2 dest=$3 login
+  local lab=$1 name=$2 dest=$3 login tmp ok=""
   login=$(login_node "$lab")
   remote_ssh "$lab" "$login" "test -d '$REMOTE_ROOT/build/runs/$lab/$name'" 2>/dev/null || {
     log "the login node $login has no run $name to bring home"
     return 1
   }
-  if remote_ssh "$lab" "$login" "tar -C '$REMOTE_ROOT/build/runs/$lab/$name' -cf - ." | tar -C "$dest" -xf - --no-same-owner; then
+  mkdir -p "$dest"
+  tmp=$(mktemp "$(dirname "$dest")/.fetch-$name.XXXXXX")
+  if remote_ssh "$lab" "$login" "tar -C '$REMOTE_ROOT/build/runs/$lab/$name' -cf - ." >"$tmp" && untar_plain "$tmp" "$dest"; then
+    ok=1
+  fi
+  rm -f "$tmp"
+  if [[ -n $ok ]]; then
     remote_ssh "$lab" "$login" "rm -rf '$REMOTE_ROOT/build/runs/$lab/$name'" || true
     log "brought the run home from $login: $dest"
   else

@@ -181,3 +181,69 @@ install_kit() {
   [ -z "$(find "$BATS_TEST_TMPDIR/opt" -maxdepth 1 -name '.pfslab-stage.*')" ]
   [ ! -e "$BATS_TEST_TMPDIR/sent.tar.gz" ]
 }
+
+# A run directory as a login node could send it: tar members crafted one by one.
+# Usage: crafted_tar OUT MEMBER...   (MEMBER: file:NAME:MODE, dir:NAME, symlink:NAME:TARGET,
+#                                      hardlink:NAME:TARGET, chardev:NAME)
+crafted_tar() {
+  python3 - "$@" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT) as t:
+    for spec in sys.argv[2:]:
+        kind, name, *rest = spec.split(":")
+        i = tarfile.TarInfo(name)
+        i.uid = i.gid = 1000
+        data = None
+        if kind == "file":
+            data = b'{"ok": true}\n'
+            i.size, i.mode = len(data), int(rest[0], 8)
+        elif kind == "dir":
+            i.type, i.mode = tarfile.DIRTYPE, 0o755
+        elif kind == "symlink":
+            i.type, i.linkname = tarfile.SYMTYPE, rest[0]
+        elif kind == "hardlink":
+            i.type, i.linkname = tarfile.LNKTYPE, rest[0]
+        elif kind == "chardev":
+            i.type, i.devmajor, i.devminor = tarfile.CHRTYPE, 1, 3
+        t.addfile(i, io.BytesIO(data) if data else None)
+PY
+}
+
+fetch() {
+  shim ssh '[[ ${!#} == "tar -C "* ]] && cat "'"$1"'"; exit 0'
+  DEST=$BATS_TEST_TMPDIR/home/runs/hosts-lab/run1
+  rm -rf "$DEST"
+  mkdir -p "$DEST"
+  : >"$SHIM_LOG"
+  remote_fn login_fetch_run hosts-lab run1 "$DEST"
+}
+
+@test "a run brought home keeps no setuid bit, and links, devices and names outside the run folder are refused before anything is unpacked" {
+  T=$BATS_TEST_TMPDIR
+  declare -A said=(
+    ["symlink:./report.json:/etc/shadow"]="./report.json -> /etc/shadow"
+    ["hardlink:./passwd:etc/passwd"]="./passwd link to etc/passwd"
+    ["chardev:./null"]="./null"
+    ["file:./a/../../../up.json:644"]="./a/../../../up.json"
+    ["file:/etc/cron.d/x:644"]="/etc/cron.d/x"
+  )
+  for m in "${!said[@]}"; do
+    crafted_tar "$T/run.tar" "dir:." "file:./job.out:4755" "$m"
+    fetch "$T/run.tar"
+    assert_failure 1
+    assert_line "[remote] refused to unpack into $DEST: members that are not plain files or folders inside it (${said[$m]}); allowed: files and folders only"
+    assert_line "[remote] could not bring the whole run home from cli0:/opt/pfslab/build/runs/hosts-lab/run1 (it stays there)"
+    [ -z "$(ls -A "$DEST")" ]
+    [ -z "$(calls ssh | grep 'rm -rf')" ]
+    [ -z "$(find "$T/home" -name '.fetch-*')" ]
+    [ ! -e "$T/up.json" ] && [ ! -e "$T/home/up.json" ]
+  done
+  # Plain files and folders: unpacked, the setuid bit and the owner left behind.
+  crafted_tar "$T/run.tar" "dir:." "dir:./out" "file:./out/job.out:4755" "file:./report.json:2644"
+  fetch "$T/run.tar"
+  assert_success
+  assert_equal "$(stat -c '%A %U' "$DEST/out/job.out")" "-rwxr-xr-x root"
+  assert_equal "$(stat -c '%A %U' "$DEST/report.json")" "-rw-r--r-- root"
+  calls ssh | grep -q "rm -rf '/opt/pfslab/build/runs/hosts-lab/run1'"
+  [ -z "$(find "$T/home" -name '.fetch-*')" ]
+}
