@@ -231,10 +231,22 @@ remote_wait_boot() {
   log "every node of lab $lab finished its first boot"
 }
 
+# The lab whose first boot wrote a host's records (/etc/pfslab/node.json), empty for none.
+remote_host_lab() {
+  remote_ssh "$1" "$2" "cat /etc/pfslab/node.json 2>/dev/null || true" | jq -r '.lab // empty' 2>/dev/null || true
+}
+
 # Existing hosts get the first boot their user-data would have run, as a script over SSH.
+# One lab at a time: /etc/pfslab and the roles' state are a host's, not a lab's, so a
+# host that holds another lab's records is refused before any host is touched.
 remote_boot_hosts() {
-  local lab=$1 node script opts
+  local lab=$1 node script opts other
   [[ -n $(remote_hosts "$lab") ]] || return 0
+  for node in $(remote_hosts "$lab"); do
+    other=$(remote_host_lab "$lab" "$node")
+    [[ -z $other || $other == "$lab" ]] ||
+      die "host $node holds the records of lab $other (/etc/pfslab/node.json): existing hosts take one lab at a time; run 'make lab-down LAB=$other' first"
+  done
   mapfile -t opts < <(remote_opts "$lab")
   for node in $(remote_hosts "$lab"); do
     script=$(remote_dir "$lab")/boot/$node.sh

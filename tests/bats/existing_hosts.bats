@@ -26,8 +26,10 @@ setup() {
   for n in mon0 cli0; do printf '#!/bin/sh\necho "{\\"lab\\": \\"hosts-lab\\"}" >/etc/pfslab/node.json\n' >"$LAB/boot/$n.sh"; done
   make_host mon0
   make_host cli0
-  # ssh NODE COMMAND: COMMAND runs as root on the host NODE (its chroot), stdin passed on.
-  shim ssh 'node=${@: -2:1}; exec '"$(command -v chroot)"' "'"$HOSTS"'/$node" /usr/bin/env -i PATH=/usr/bin HOME=/root /usr/bin/bash -c "${!#}"'
+  # ssh [OPTIONS] NODE COMMAND...: COMMAND runs as root on the host NODE (its chroot), stdin passed on.
+  shim ssh 'while [[ $1 == -* ]]; do case $1 in -F | -o) shift 2 ;; *) shift ;; esac; done
+node=$1; shift
+exec '"$(command -v chroot)"' "'"$HOSTS"'/$node" /usr/bin/env -i PATH=/usr/bin HOME=/root /usr/bin/bash -c "$*"'
 }
 
 # A host: a scratch root with the tools the kit's commands use (and their libraries),
@@ -246,4 +248,40 @@ fetch() {
   assert_equal "$(stat -c '%A %U' "$DEST/report.json")" "-rw-r--r-- root"
   calls ssh | grep -q "rm -rf '/opt/pfslab/build/runs/hosts-lab/run1'"
   [ -z "$(find "$T/home" -name '.fetch-*')" ]
+}
+
+@test "existing hosts take one lab at a time: lab-up refuses hosts that hold another lab's records, before any first boot" {
+  echo '{"lab": "other-lab"}' >"$HOSTS/cli0/etc/pfslab/node.json"
+  for n in mon0 cli0; do printf '#!/bin/sh\n: >/tmp/booted\n' >"$LAB/boot/$n.sh"; done
+  remote_fn remote_boot_hosts hosts-lab
+  assert_failure 2
+  assert_output "[remote] error: host cli0 holds the records of lab other-lab (/etc/pfslab/node.json): existing hosts take one lab at a time; run 'make lab-down LAB=other-lab' first"
+  [ ! -e "$HOSTS/mon0/tmp/booted" ] && [ ! -e "$HOSTS/cli0/tmp/booted" ]
+  assert_equal "$(cat "$HOSTS/cli0/etc/pfslab/node.json")" '{"lab": "other-lab"}'
+  # The lab's own records (a lab-up that resumes) and none at all are fine.
+  rm "$HOSTS/cli0/etc/pfslab/node.json"
+  remote_fn remote_boot_hosts hosts-lab
+  assert_success
+  [ -e "$HOSTS/mon0/tmp/booted" ] && [ -e "$HOSTS/cli0/tmp/booted" ]
+}
+
+@test "lab-down of a lab whose hosts hold another lab's records removes only its own files" {
+  h=$HOSTS/cli0
+  echo '{"lab": "other-lab"}' >"$h/etc/pfslab/node.json"
+  mkdir -p "$h/opt/pfslab/build/hosts-lab" "$h/opt/pfslab/build/other-lab" "$h/opt/pfslab/build/runs/hosts-lab"
+  echo other-lab >"$h/opt/pfslab/build/active-lab"
+  remote_fn login_forget hosts-lab
+  assert_success
+  assert_line "host-forget: this host holds the records of lab other-lab (/etc/pfslab/node.json): kept /etc/pfslab, /var/lib/pfslab, /run/pfslab and /var/log/pfslab; removed only lab hosts-lab's own files"
+  # The other lab's records, state, mount point and login-node state stay.
+  assert_equal "$(cat "$h/etc/pfslab/node.json")" '{"lab": "other-lab"}'
+  [ -e "$h/var/lib/pfslab/state" ] && [ -d "$h/run/pfslab" ] && [ -d "$h/mnt/cephfs" ] && [ -d "$h/opt/pfslab/build/other-lab" ]
+  assert_equal "$(cat "$h/opt/pfslab/build/active-lab")" other-lab
+  # This lab's lines, key and state go.
+  assert_equal "$(cat "$h/etc/hosts")" "127.0.0.1 localhost
+192.0.2.7 printer"
+  assert_equal "$(cat "$h/root/.ssh/authorized_keys")" "ssh-ed25519 AAAAuser user@desk"
+  [ ! -e "$h/opt/pfslab/build/hosts-lab" ] && [ ! -e "$h/opt/pfslab/build/runs/hosts-lab" ]
+  # On mon0, which holds this lab's records, they go.
+  [ ! -e "$HOSTS/mon0/etc/pfslab/node.json" ] && [ ! -e "$HOSTS/mon0/var/lib/pfslab" ]
 }
