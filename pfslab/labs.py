@@ -294,7 +294,14 @@ def validate(data: Any, stem: str) -> list[str]:
 
 def _read(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise LabError(f"{_display(path)}: byte {err.start} is not UTF-8 text; allowed: a lab file is YAML text "
+                       "in UTF-8 (is this a binary file?)") from None
+    except yaml.reader.ReaderError as err:
+        char = err.character if isinstance(err.character, int) else ord(err.character)
+        raise LabError(f"{_display(path)}: character U+{char:04X} at position {err.position} cannot be in "
+                       "YAML text; allowed: printable characters (is this a binary file?)") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

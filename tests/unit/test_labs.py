@@ -253,3 +253,16 @@ def test_tuning_a_role_the_lab_does_not_have_is_refused(tmp_path: Path) -> None:
         labs.load(str(path))
     with pytest.raises(labs.LabError, match=r"os_tuning\.roles\[0\]: 'lustre-oss' is not allowed; allowed: beegfs-mgmt"):
         labs.load(str(write_lab(tmp_path, "unknown", {"os_tuning.roles": ["lustre-oss"]})))
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"lab: x\n\xd0\xff\x00binary", "byte 7 is not UTF-8 text; allowed: a lab file is YAML text in UTF-8"),
+    (b"name: x\x00\x01\n", "character U+0000 at position 7 cannot be in YAML text; allowed: printable characters"),
+])
+def test_a_binary_lab_file_is_one_line_not_a_traceback(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(content)
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    assert "\n" not in str(err.value)
+    assert str(err.value).endswith(f"binary.yaml: {message} (is this a binary file?)")
