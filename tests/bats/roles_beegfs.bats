@@ -388,3 +388,29 @@ key_shims() {
   run grep -rlF given-secret "$ROOT/etc/beegfs" "$SHIM_LOG"
   assert_output ""
 }
+
+@test "connection authentication: a lab's connDisableAuthentication or connAuthFile, or a value that adds a line, is refused in one line" {
+  cfg=$(node_config beegfs.json cli0 cli 0 10.10.1.1 beegfs-client)
+  jq '.filesystem.beegfs.client.connDisableAuthentication = true' "$cfg" >"$cfg.off"
+  role "$cfg.off" beegfs configure client
+  assert_failure 2
+  assert_line "[beegfs:client@cli0] error: filesystem.beegfs.client.connDisableAuthentication: true is not allowed: the kit's connAuthFile (/etc/pfslab/cluster/beegfs.auth) authenticates every BeeGFS connection; allowed: any other BeeGFS setting"
+  run grep -c connDisableAuthentication "$ROOT/etc/beegfs/beegfs-client.conf"
+  assert_output 0
+  jq '.filesystem.beegfs.client.connAuthFile = "/tmp/open"' "$cfg" >"$cfg.file"
+  role "$cfg.file" beegfs configure client
+  assert_failure 2
+  assert_output --partial "error: filesystem.beegfs.client.connAuthFile: /tmp/open is not allowed"
+  refute grep -q /tmp/open "$ROOT/etc/beegfs/beegfs-client.conf"
+  jq '.filesystem.beegfs.client.tuneNumWorkers = "8\nconnDisableAuthentication = true"' "$cfg" >"$cfg.nl"
+  role "$cfg.nl" beegfs configure client
+  assert_failure 2
+  assert_line "[beegfs:client@cli0] error: filesystem.beegfs.client: 'tuneNumWorkers = 8\\nconnDisableAuthentication = true' is not allowed; allowed: a BeeGFS setting name (letters and digits) with a one-line value"
+  run grep -c connDisableAuthentication "$ROOT/etc/beegfs/beegfs-client.conf"
+  assert_output 0
+  # false says what the kit does anyway.
+  jq '.filesystem.beegfs.client.connDisableAuthentication = false' "$cfg" >"$cfg.on"
+  role "$cfg.on" beegfs configure client
+  assert_success
+  grep -qx "connAuthFile = /etc/pfslab/cluster/beegfs.auth" "$ROOT/etc/beegfs/beegfs-client.conf"
+}
