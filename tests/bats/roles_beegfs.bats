@@ -221,7 +221,8 @@ key_shims() {
   role "$cfg" beegfs install meta
   assert_success
   run calls
-  assert_line --index 0 --regexp "^curl -fsSL https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs -o $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
+  # Bounded in time: a server that never answers cannot hang lab-up.
+  assert_line --index 0 --regexp "^curl -fsSL --connect-timeout 20 --max-time 120 https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs -o $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
   assert_line --index 1 --regexp "^gpg --homedir .* --batch --with-colons --show-keys $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
   assert_line "apt-get update -q"
   assert_line "apt-get install -y -q beegfs-meta beegfs-utils nvme-cli mdadm e2fsprogs jq"
