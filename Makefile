@@ -43,6 +43,11 @@ PFSLAB := .venv/bin/pfslab
 
 export PFSLAB_MODE := $(MODE)
 
+# A make value as one shell word, whatever it holds (quotes, spaces, ;, ||): sq always
+# (an environment value), arg only when set (a script sees no argument, not an empty one).
+sq = '$(subst ','\'',$(1))'
+arg = $(if $(1),$(call sq,$(1)))
+
 .PHONY: help deps deps-test calibrate toolchain tools mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down expired lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-cloud test-remote hosts-up hosts-down hosts-status
 
 help: ## Show the targets and the variables they take
@@ -76,43 +81,43 @@ toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/vie
 	MIRROR='$(MIRROR)' PFSLAB_BUNDLE_KEY='$(BUNDLE_KEY)' PFSLAB_TOOLCHAIN_FILESYSTEM='$(FILESYSTEM)' scripts/toolchain
 
 tools: ## Without Spack: build IOR/mdtest 4.0.0 and 3.3.0 and IO500 from pinned commits (registry/tools.json) into build/tools; TOOLS_MIRROR=<dir> builds offline
-	python3 -m pfslab.tools $(if $(TOOLS_MIRROR),--mirror '$(TOOLS_MIRROR)',)
+	python3 -m pfslab.tools $(if $(TOOLS_MIRROR),--mirror $(call sq,$(TOOLS_MIRROR)),)
 
 mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
 	MIRROR_OUT='$(or $(MIRROR_OUT),build/spack-bundle)' scripts/mirror
 
 lab-up: ## Bring up (or repair) lab LAB and wait until it is healthy (BRIDGE=, SUBNET= for a second local lab; OWNER=)
-	PFSLAB_BRIDGE='$(BRIDGE)' PFSLAB_SUBNET='$(SUBNET)' OWNER='$(OWNER)' scripts/lab up $(LAB)
+	PFSLAB_BRIDGE=$(call sq,$(BRIDGE)) PFSLAB_SUBNET=$(call sq,$(SUBNET)) OWNER=$(call sq,$(OWNER)) scripts/lab up $(call arg,$(LAB))
 
 lab-down: ## Take the running lab down and prove nothing is left (PURGE=1: also what others tagged with the lab)
-	PFSLAB_PURGE='$(PURGE)' scripts/lab down $(if $(filter command line,$(origin LAB)),$(LAB),)
+	PFSLAB_PURGE=$(call sq,$(PURGE)) scripts/lab down $(if $(filter command line,$(origin LAB)),$(call arg,$(LAB)),)
 
 expired: ## List your cloud labs past their expiry tag that still hold resources (ALL=1: everyone's; REGIONS=)
-	ALL='$(ALL)' REGIONS='$(REGIONS)' scripts/lab expired
+	ALL=$(call sq,$(ALL)) REGIONS=$(call sq,$(REGIONS)) scripts/lab expired
 
 lab-status: ## Show the running lab's nodes, roles, health and mounts
-	scripts/lab status $(if $(filter command line,$(origin LAB)),$(LAB),)
+	scripts/lab status $(if $(filter command line,$(origin LAB)),$(call arg,$(LAB)),)
 
 calibrate: ## Measure the running lab again on this machine (the probes its thresholds are floors of)
-	scripts/lab calibrate $(if $(filter command line,$(origin LAB)),$(LAB),)
+	scripts/lab calibrate $(if $(filter command line,$(origin LAB)),$(call arg,$(LAB)),)
 
 bench: ## Run the running lab's workloads with ReFrame; keep the run under build/runs/
 	scripts/bench $(REFRAME_ARGS)
 
 user-data: ## Render LAB's cloud-init user-data for TARGET (default: the lab's target) into build/user-data/LAB
-	scripts/render-user-data $(LAB) $(or $(TARGET),$$($(PFSLAB) lab get $(LAB) target)) build/user-data/$(LAB)
+	scripts/render-user-data $(call arg,$(LAB)) $(or $(call arg,$(TARGET)),"$$($(PFSLAB) lab get $(call arg,$(LAB)) target)") $(call sq,build/user-data/$(LAB))
 
 hosts-up: ## Start the hosts of lab HOSTS on this machine (system containers from the kit's image recipe; root)
-	scripts/hosts up $(HOSTS)
+	scripts/hosts up $(call arg,$(HOSTS))
 
 hosts-down: ## Remove the hosts of lab HOSTS and prove nothing of them is left
-	scripts/hosts down $(HOSTS)
+	scripts/hosts down $(call arg,$(HOSTS))
 
 hosts-status: ## Each host of lab HOSTS: running or off, address
-	scripts/hosts status $(HOSTS)
+	scripts/hosts status $(call arg,$(HOSTS))
 
 remote-up: ## Resume the SSH bring-up (boot wait, cluster files, phases, preflight) of a provisioned cloud or bare-metal lab
-	scripts/remote-up $(LAB)
+	scripts/remote-up $(call arg,$(LAB))
 
 images: ## Build server/client images with Packer: TARGET=qemu|aws|azure ROLE=server|client|all (FAMILY=<family>, FORCE=1)
 	scripts/deps images
@@ -125,11 +130,11 @@ dry-run: ## Write the job scripts of labs that run elsewhere (LABS="a b", defaul
 	scripts/dry-run $(LABS)
 
 report: ## HTML report and PNG plots of a run (RUN=<lab>/<timestamp>; default: the newest run)
-	$(PFSLAB) report $(RUN)
+	$(PFSLAB) report $(call arg,$(RUN))
 
 compare: ## What changed from run A to run B (A=<lab>/<timestamp> B=...), noise taken into account
-	@[[ -n "$(A)" && -n "$(B)" ]] || { echo "make compare needs two runs: A=<lab>/<timestamp> B=<lab>/<timestamp> (see build/runs/)" >&2; exit 2; }
-	$(PFSLAB) compare $(A) $(B)
+	@[[ -n $(call sq,$(A)) && -n $(call sq,$(B)) ]] || { echo "make compare needs two runs: A=<lab>/<timestamp> B=<lab>/<timestamp> (see build/runs/)" >&2; exit 2; }
+	$(PFSLAB) compare $(call arg,$(A)) $(call arg,$(B))
 
 baseline: ## Run the suite REPEAT times (default 3) and write the lab's references from the spread
 	REPEAT=$(REPEAT) scripts/baseline $(REFRAME_ARGS)
@@ -138,7 +143,7 @@ overhead: ## Same benchmark by hand and through the kit, alternating: prints the
 	scripts/bench-overhead
 
 demo: ## The first command on a new machine: what the demo needs, the local lab, one test per tool, the verdict (TOOLS_MIRROR=<dir>: IOR/mdtest offline)
-	TOOLS_MIRROR='$(TOOLS_MIRROR)' scripts/demo
+	TOOLS_MIRROR=$(call sq,$(TOOLS_MIRROR)) scripts/demo
 
 test: deps-test ## All offline tests: pytest, bats, terraform, shellcheck, mypy, checkov (installs what they need)
 	$(MAKE) --no-print-directory test-python test-bats test-terraform lint checkov

@@ -229,17 +229,21 @@ def _tuning_errors(data: dict[str, Any], counts: dict[str, int]) -> list[str]:
 
 #: Directories a lab may never mount on, export or put under: the running system's own.
 #: (A lab path below /mnt, /srv, /scratch, /mmfs1 and the like is the lab's.)
-SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-               "/run", "/sbin", "/sys", "/usr", "/var")
+#: root's home (its SSH keys) and the kit's own folder on the nodes are the system's too.
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt/pfslab", "/proc",
+               "/root", "/run", "/sbin", "/sys", "/usr", "/var")
 #: Directories a lab may use below but never be: mounting on them hides what they hold.
-SHARED_DIRS = ("/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp")
+SHARED_DIRS = ("/", "/home", "/media", "/mnt", "/opt", "/srv", "/tmp")
+#: What a lab path is made of: the roles put it in shell commands, fstab and exports
+#: lines, so no quote, space, $ or ` reaches them; and no hidden component (.ssh).
+_PLAIN_PATH = re.compile(r"/|(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)+")
 
 
 def _absolute_path_error(field: str, path: str) -> str | None:
     """Why ``path`` may not be a lab's mount point or export, or None when it may."""
-    parts = path.split("/")[1:]
-    if not path.startswith("/") or (path != "/" and any(p in ("", ".", "..") for p in parts)):
-        return f"{field}: {path!r} is not allowed; allowed: an absolute path without '.', '..', '//' or a trailing '/'"
+    if not _PLAIN_PATH.fullmatch(path):
+        return (f"{field}: {path!r} is not allowed; allowed: an absolute path of letters, digits and . _ + - "
+                "with no component starting with '.' (no '..', '//', trailing '/', quotes, spaces or $)")
     if path in SHARED_DIRS or any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS):
         return (f"{field}: {path!r} is not allowed; allowed: a directory of the lab's own, not a system directory "
                 f"({', '.join(SYSTEM_DIRS)} and below) nor one of {', '.join(SHARED_DIRS)} itself (e.g. /mnt/<lab>)")
@@ -290,7 +294,14 @@ def validate(data: Any, stem: str) -> list[str]:
 
 def _read(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise LabError(f"{_display(path)}: byte {err.start} is not UTF-8 text; allowed: a lab file is YAML text "
+                       "in UTF-8 (is this a binary file?)") from None
+    except yaml.reader.ReaderError as err:
+        char = err.character if isinstance(err.character, int) else ord(err.character)
+        raise LabError(f"{_display(path)}: character U+{char:04X} at position {err.position} cannot be in "
+                       "YAML text; allowed: printable characters (is this a binary file?)") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

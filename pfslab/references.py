@@ -13,6 +13,7 @@ too.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -63,6 +64,36 @@ class Reference:
         return self.lower, self.upper
 
 
+TOLERANCE_ALLOWED = ("allowed: a mapping with lower in [-1, 0] or null and upper >= 0 or null, not both null "
+                     "(lower -0.10: at least 90 % of the value)")
+
+
+def _finite(x: Any) -> float | None:
+    """x as a finite number; None for anything else (text, booleans, .nan, .inf)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _tolerance(raw: Any, where: str) -> tuple[float | None, float | None]:
+    """(lower, upper) of a tolerance, relative to the reference's value. A lower bound
+    below -1 would pass a value of 0, and no bound at all passes everything."""
+    if not isinstance(raw, dict) or set(raw) - {"lower", "upper"}:
+        raise ReferenceError(f"{where}: tolerance {raw!r} is not allowed; {TOLERANCE_ALLOWED}")
+    bounds: list[float | None] = []
+    for key in ("lower", "upper"):
+        given = raw.get(key)
+        bound = _finite(given)
+        if given is not None and (bound is None or (key == "lower" and not -1 <= bound <= 0)
+                                  or (key == "upper" and bound < 0)):
+            raise ReferenceError(f"{where}: tolerance {key} {given!r} is not allowed; {TOLERANCE_ALLOWED}")
+        bounds.append(bound)
+    if bounds == [None, None]:
+        raise ReferenceError(f"{where}: tolerance {raw!r} bounds nothing, so every value would pass; "
+                             f"{TOLERANCE_ALLOWED}")
+    return bounds[0], bounds[1]
+
+
 @lru_cache(maxsize=1)
 def policy() -> dict[str, dict[str, float | None]]:
     data = yaml.safe_load(POLICY_PATH.read_text())
@@ -70,6 +101,8 @@ def policy() -> dict[str, dict[str, float | None]]:
     missing = set(KINDS) - set(kinds)
     if missing:
         raise ReferenceError(f"{POLICY_PATH.name}: no tolerance for kind(s) {', '.join(sorted(missing))}")
+    for kind, tolerance in kinds.items():
+        _tolerance(tolerance, f"{POLICY_PATH.name}: kinds.{kind}")
     return kinds
 
 
@@ -107,11 +140,18 @@ def _entry(raw: dict[str, Any], where: str) -> Reference:
         raise ReferenceError(f"{where}: unit {raw['unit']!r} is unknown; known: {', '.join(KNOWN_UNITS)}")
     if raw["kind"] not in KINDS:
         raise ReferenceError(f"{where}: kind {raw['kind']!r} is not one of {', '.join(KINDS)}")
-    value = float(raw["value"])
-    if value <= 0:
-        raise ReferenceError(f"{where}: value must be positive, not {raw['value']!r}")
-    tolerance = raw.get("tolerance") or policy()[raw["kind"]]
-    lower, upper = tolerance.get("lower"), tolerance.get("upper")
+    at = f" at {raw['threads']} threads" if raw.get("threads") is not None else ""
+    named = f"{where} ({raw['workload']} {raw['operation']}{at})"
+    value = _finite(raw["value"])
+    if value is None or value <= 0:
+        raise ReferenceError(f"{named}: value must be a finite number > 0, not {raw['value']!r}")
+    noise = raw.get("noise")
+    if noise is not None and ((n := _finite(noise)) is None or n < 0):
+        raise ReferenceError(f"{named}: noise must be a finite number >= 0, not {noise!r}")
+    if raw.get("tolerance") is not None:
+        lower, upper = _tolerance(raw["tolerance"], named)
+    else:
+        lower, upper = _tolerance(policy()[raw["kind"]], f"{POLICY_PATH.name}: kinds.{raw['kind']}")
     if not higher_is_better(raw["unit"]) and "tolerance" not in raw:
         lower, upper = (None if upper is None else -upper), (None if lower is None else -lower)
     threads, nodes = raw.get("threads"), raw.get("nodes")

@@ -26,23 +26,30 @@ login_key_mark() { echo "pfslab-inner lab=$1 instance=$(jq -r '.instance.id // "
 # The kit on every node must be this checkout's (the image's digest: the manifest's
 # sha256, scripts/lib/images.sh): the roles run from it, and the login node runs the
 # tests, references and parsers the user reads here. A node whose kit differs gets this
-# checkout's unpacked over it (packer/scripts/install-kit.sh sync: the image build's own
-# unpack and checks), and the log says so.
+# checkout's (packer/scripts/install-kit.sh sync: the image build's own unpack and
+# checks), and the log says so. The archive goes to a folder of a random name the node
+# makes (mkdir fails on anything already there, so nothing another user planted in /tmp
+# is used), and its sha256 goes on the command line: install-kit.sh refuses an archive
+# that differs before it unpacks anything.
 remote_kit_sync() {
-  local lab=$1 want archive="" node have
+  local lab=$1 want archive="" sum="" node have dir
   # shellcheck source=scripts/lib/images.sh
   source "$PFSLAB_ROOT/scripts/lib/images.sh"
   want=$(image_digest)
   for node in $(remote_nodes "$lab"); do
-    have=$(remote_ssh "$lab" "$node" "sha256sum <'$REMOTE_ROOT/.pfslab-manifest' 2>/dev/null | cut -d' ' -f1") || have=
+    have=$(remote_ssh "$lab" "$node" "sha256sum 2>/dev/null <'$REMOTE_ROOT/.pfslab-manifest' | cut -d' ' -f1") || have=
     [[ $have == "$want" ]] && continue
     log "the kit on $node (${have:0:12}${have:+ }at $REMOTE_ROOT) is not this checkout's (${want:0:12}): unpacking this checkout's there"
     if [[ -z $archive ]]; then
       archive=$(mktemp)
       kit_archive "$archive"
+      sum=$(sha256sum <"$archive")
+      sum=${sum%% *}
     fi
-    if ! remote_ssh_in "$lab" "$node" "umask 077 && cat >/tmp/pfslab-kit-sync.tar.gz" <"$archive" ||
-      ! remote_ssh_in "$lab" "$node" "PFSLAB_KIT_ARCHIVE=/tmp/pfslab-kit-sync.tar.gz KIT='$REMOTE_ROOT' bash -s sync $want" \
+    # Only a name (random, made here); the node's mkdir creates it or fails.
+    dir=$(mktemp -u /tmp/pfslab-kit-sync.XXXXXXXXXXXX)
+    if ! remote_ssh_in "$lab" "$node" "umask 077 && mkdir '$dir' && cat >'$dir/kit.tar.gz'" <"$archive" ||
+      ! remote_ssh_in "$lab" "$node" "PFSLAB_KIT_ARCHIVE='$dir/kit.tar.gz' KIT='$REMOTE_ROOT' bash -s sync $want $sum; rc=\$?; rm -rf '$dir'; exit \$rc" \
         <"$PFSLAB_ROOT/packer/scripts/install-kit.sh" >&2; then
       rm -f "$archive"
       die "could not unpack this checkout's kit on $node of lab $lab; see the lines above"
@@ -146,22 +153,17 @@ login_calibrate() {
 # What the lab wrote on a node that outlives it (existing hosts), removed: the first
 # boot's files (node config, inventory, hosts lines, profile), the roles' state, run and
 # log dirs, the drive links, the inner key's authorisation and, on the login node, the
-# lab's state and runs (already brought home). The image's own files stay.
+# lab's state and runs (already brought home). The image's own files stay. The removal
+# is scripts/host-forget, sent from this checkout and run there.
 login_forget() {
-  local lab=$1 node mark paths hosts_lines
+  local lab=$1 node mark mount words=()
   mark=$(login_key_mark "$lab")
-  paths="/etc/pfslab/node.json /etc/pfslab/inventory.json /etc/pfslab/hosts /etc/pfslab/cluster /etc/profile.d/pfslab.sh"
-  paths+=" /var/lib/pfslab /run/pfslab /var/log/pfslab /dev/disk/pfslab /etc/sysctl.d/90-pfslab.conf /etc/tmpfiles.d/90-pfslab-thp.conf"
-  paths+=" $(login_root "$lab") $REMOTE_ROOT/build/runs/$lab $REMOTE_ROOT/build/active-lab"
-  local mount
   mount=$(jq -r '.filesystem.mount' "$(remote_inv "$lab")")
   # Exactly the lines the first boot appended to /etc/hosts (the lab plan's hosts_file).
-  hosts_lines=$(jq -r --arg lab "$lab" '"-e \("# pfslab hosts of lab \($lab)" | @sh)", (.nodes[] | "-e \("\(.address) \(.name)" | @sh)")' "$(remote_inv "$lab")" | tr '\n' ' ')
+  mapfile -t words < <(jq -r --arg lab "$lab" '"# pfslab hosts of lab \($lab)", (.nodes[] | "\(.address) \(.name)")' "$(remote_inv "$lab")")
+  words=("$lab" "$mark" "$mount" "$REMOTE_ROOT" "${words[@]}")
   for node in $(remote_nodes "$lab"); do
-    # cat >: /etc/hosts keeps its inode (a container's may be a bind mount).
-    remote_ssh "$lab" "$node" "rm -rf $paths && { mountpoint -q '$mount' || rmdir '$mount' 2>/dev/null || true; } &&
-      { grep -vxF $hosts_lines /etc/hosts >/tmp/pfslab-hosts || true; } && cat /tmp/pfslab-hosts >/etc/hosts && rm -f /tmp/pfslab-hosts &&
-      if test -f ~/.ssh/authorized_keys; then { grep -vF '$mark' ~/.ssh/authorized_keys || true; } >~/.ssh/authorized_keys.pfslab && mv ~/.ssh/authorized_keys.pfslab ~/.ssh/authorized_keys; fi" ||
+    remote_ssh_in "$lab" "$node" "bash -s -- $(printf '%q ' "${words[@]}")" <"$PFSLAB_ROOT/scripts/host-forget" >&2 ||
       log "could not remove what lab $lab wrote on $node (ignored: see above)"
   done
   log "removed what lab $lab wrote on its hosts (first-boot files, role state, the inner key's authorisation)"
@@ -187,7 +189,7 @@ login_ship_tools() {
     dir=${dirs[$i]}
     [[ -d $dir ]] || die "PFSLAB_TOOL_PATH names $dir, which is not a folder"
     for node in $nodes; do
-      tar -C "$dir" -cf - . | remote_ssh_in "$lab" "$node" "mkdir -p '$(login_root "$lab")/tools/$i' && tar -C '$(login_root "$lab")/tools/$i' -xf - --no-same-owner" ||
+      tar -C "$dir" -cf - . | remote_ssh_in "$lab" "$node" "mkdir -p '$(login_root "$lab")/tools/$i' && tar -C '$(login_root "$lab")/tools/$i' -xf - --no-same-owner --no-same-permissions" ||
         remote_step_failed "$lab" "$node" 255 "copying $dir (PFSLAB_TOOL_PATH) to it"
     done
     remote+=${remote:+:}$(login_root "$lab")/tools/$i
@@ -216,15 +218,41 @@ login_bench() {
   remote_ssh "$lab" "$login" "cd '$REMOTE_ROOT' && env $(printf '%q ' "${env[@]}") scripts/bench $args"
 }
 
-# The run directory brought home whole (then removed from the login node).
+# Unpack a tar archive made on a lab node into DEST: only plain files and folders, every
+# name inside DEST (none absolute, no ..), owners and setuid/setgid bits not taken from
+# it (tar as root would keep them). Anything else is refused in one line naming up to
+# three members, before a byte is unpacked. Usage: untar_plain ARCHIVE DEST
+untar_plain() {
+  local archive=$1 dest=$2 listing names bad
+  listing=$(tar -tvf "$archive") || { log "$archive is not a tar archive"; return 1; }
+  names=$(tar -tf "$archive" 2>/dev/null)
+  bad=$({
+    awk '$1 !~ /^[-d]/ {sub(/^[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, ""); print}' <<<"$listing"
+    grep -E '^/|(^|/)\.\.(/|$)' <<<"$names" || true
+  } | head -n 3 | paste -sd';' -)
+  if [[ -n $bad ]]; then
+    log "refused to unpack into $dest: members that are not plain files or folders inside it ($bad); allowed: files and folders only"
+    return 1
+  fi
+  tar -C "$dest" -xf "$archive" --no-same-owner --no-same-permissions
+}
+
+# The run directory brought home whole (then removed from the login node), through a
+# private file next to it and untar_plain.
 login_fetch_run() {
-  local lab=$1 name=$2 dest=$3 login
+  local lab=$1 name=$2 dest=$3 login tmp ok=""
   login=$(login_node "$lab")
   remote_ssh "$lab" "$login" "test -d '$REMOTE_ROOT/build/runs/$lab/$name'" 2>/dev/null || {
     log "the login node $login has no run $name to bring home"
     return 1
   }
-  if remote_ssh "$lab" "$login" "tar -C '$REMOTE_ROOT/build/runs/$lab/$name' -cf - ." | tar -C "$dest" -xf - --no-same-owner; then
+  mkdir -p "$dest"
+  tmp=$(mktemp "$(dirname "$dest")/.fetch-$name.XXXXXX")
+  if remote_ssh "$lab" "$login" "tar -C '$REMOTE_ROOT/build/runs/$lab/$name' -cf - ." >"$tmp" && untar_plain "$tmp" "$dest"; then
+    ok=1
+  fi
+  rm -f "$tmp"
+  if [[ -n $ok ]]; then
     remote_ssh "$lab" "$login" "rm -rf '$REMOTE_ROOT/build/runs/$lab/$name'" || true
     log "brought the run home from $login: $dest"
   else

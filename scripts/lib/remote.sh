@@ -195,7 +195,7 @@ remote_jump() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_jump /
 # One line saying why ssh to a node failed and what to do, from ssh's own messages.
 # Usage: remote_diagnose LAB NODE SSH_OUTPUT
 remote_diagnose() {
-  local lab=$1 node=$2 out=$3 addr jump key user where again
+  local lab=$1 node=$2 out=$3 addr jump key user where again seen known
   addr=$(remote_addr "$lab" "$node")
   jump=$(remote_jump "$lab" "$node")
   key=$(jq -r --arg d "$(remote_dir "$lab")/ssh" '.ssh.key // "\($d)/id_ed25519"' "$(remote_inv "$lab")")
@@ -204,7 +204,11 @@ remote_diagnose() {
   again="then run 'make lab-up LAB=$lab' again (it resumes)"
   case $out in
     *"REMOTE HOST IDENTIFICATION HAS CHANGED"* | *"Host key verification failed"*)
-      echo "$where: its SSH host key is not the one recorded in $(remote_dir "$lab")/ssh/known_hosts (reinstalled, or another machine at that address); if that is expected, remove the old key with 'ssh-keygen -R $node -f $(remote_dir "$lab")/ssh/known_hosts', $again" ;;
+      # Never "remove the old key": that trusts whichever machine answers now. The
+      # user compares fingerprints through a channel ssh does not go through.
+      seen=$(grep -o 'SHA256:[A-Za-z0-9+/=]*' <<<"$out" | head -n 1) || true
+      known=$(remote_dir "$lab")/ssh/known_hosts
+      echo "$where: its SSH host key${seen:+ ($seen)} is not the one recorded in $known, so nothing was sent to it (a reinstalled host, or another machine at that address); do not remove the recorded key on trust: compare, on the host's own console, 'ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub' with the key ssh was shown, and only if they match replace $node's line in $known, $again" ;;
     *"Permission denied"*)
       echo "$where refuses the lab's key $key for $user (Permission denied): authorise ${key}.pub in ~$user/.ssh/authorized_keys on it, $again" ;;
     *"timed out"* | *"No route to host"* | *"Network is unreachable"* | *"Could not resolve"*)
@@ -301,10 +305,22 @@ remote_wait_boot() {
   log "every node of lab $lab finished its first boot"
 }
 
+# The lab whose first boot wrote a host's records (/etc/pfslab/node.json), empty for none.
+remote_host_lab() {
+  remote_ssh "$1" "$2" "cat /etc/pfslab/node.json 2>/dev/null || true" | jq -r '.lab // empty' 2>/dev/null || true
+}
+
 # Existing hosts get the first boot their user-data would have run, as a script over SSH.
+# One lab at a time: /etc/pfslab and the roles' state are a host's, not a lab's, so a
+# host that holds another lab's records is refused before any host is touched.
 remote_boot_hosts() {
-  local lab=$1 node script opts
+  local lab=$1 node script opts other
   [[ -n $(remote_hosts "$lab") ]] || return 0
+  for node in $(remote_hosts "$lab"); do
+    other=$(remote_host_lab "$lab" "$node")
+    [[ -z $other || $other == "$lab" ]] ||
+      die "host $node holds the records of lab $other (/etc/pfslab/node.json): existing hosts take one lab at a time; run 'make lab-down LAB=$other' first"
+  done
   mapfile -t opts < <(remote_opts "$lab")
   for node in $(remote_hosts "$lab"); do
     script=$(remote_dir "$lab")/boot/$node.sh

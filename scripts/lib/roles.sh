@@ -147,12 +147,16 @@ wipe_listed() {
 
 # Call before any step that erases a device. Refuses, in one line naming the device and
 # what is on it, unless it is blank or the lab lists it in wipe_devices; the disk of the
-# running system is refused even then.
+# running system and a mounted device are refused even then (in use now: erasing them
+# under the system or a mount is never what listing meant).
 claim_device() {
   local dev=$1 action=$2 found
   found=$(device_contents "$dev")
   [[ -z $found ]] && return 0
-  if [[ $found != *"the running system"* ]] && wipe_listed "$dev"; then
+  if [[ $found == *"the running system"* || $found == *"mounted file systems"* ]]; then
+    die "$dev holds ${found//;/, }; refusing to $action: it is in use (wipe_devices never covers the system's disk or a mounted device; unmount it first)"
+  fi
+  if wipe_listed "$dev"; then
     log "$dev holds ${found//;/, }; the lab lists it in wipe_devices, so: $action"
     return 0
   fi

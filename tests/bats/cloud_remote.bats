@@ -261,7 +261,9 @@ Connection closed by UNKNOWN port 65535"]="host osd0 (10.21.0.11, through cli0):
     ["root@10.21.0.11: Permission denied (publickey)."]="host osd0 (10.21.0.11, through cli0) refuses the lab's key $LAB/ssh/id_ed25519 for root (Permission denied): authorise $LAB/ssh/id_ed25519.pub in ~root/.ssh/authorized_keys on it, then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
     ["@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
 @    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @
-Host key verification failed."]="host osd0 (10.21.0.11, through cli0): its SSH host key is not the one recorded in $LAB/ssh/known_hosts (reinstalled, or another machine at that address); if that is expected, remove the old key with 'ssh-keygen -R osd0 -f $LAB/ssh/known_hosts', then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+The fingerprint for the ED25519 key sent by the remote host is
+SHA256:q0QcUfbXa3rZy1r7bkRlq4Dv4b2qg9mO4Dk4ZkJ4bXo.
+Host key verification failed."]="host osd0 (10.21.0.11, through cli0): its SSH host key (SHA256:q0QcUfbXa3rZy1r7bkRlq4Dv4b2qg9mO4Dk4ZkJ4bXo) is not the one recorded in $LAB/ssh/known_hosts, so nothing was sent to it (a reinstalled host, or another machine at that address); do not remove the recorded key on trust: compare, on the host's own console, 'ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub' with the key ssh was shown, and only if they match replace osd0's line in $LAB/ssh/known_hosts, then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
     ["channel 0: open failed: connect failed: No route to host"]="host osd0 (10.21.0.11, through cli0) does not answer (No route to host): is it powered on and on the network? Bring it back, then run 'make lab-up LAB=aws-cephfs' again (it resumes)"
   )
   for err in "${!said[@]}"; do

@@ -164,3 +164,27 @@ assert_refused() {
   assert_success
   assert_output /dev/nvme1n1
 }
+
+# A mounted device the lab lists in wipe_devices: still refused, and so is reformatting
+# it through nvme_set_lba. No device is attached or mounted here: a free loop node is a
+# block device, and lsblk reports a mount on it (the mount's own detection is the real
+# mount test above).
+@test "a mounted device is refused even when listed in wipe_devices, for mkfs and for nvme format" {
+  DEV=$(losetup -f)
+  [[ -b $DEV ]] || skip "no free loop device node"
+  lsblk() {
+    if [[ $* == "-nro MOUNTPOINTS $DEV" ]]; then echo /mnt/in-use; else command lsblk "$@"; fi
+  }
+  export PFSLAB_NODE_CONFIG=$BATS_TEST_TMPDIR/node.json
+  jq -n --arg d "$DEV" '{node: {name: "n0"}, wipe_devices: [$d]}' >"$PFSLAB_NODE_CONFIG"
+  run claim_device "$DEV" "create xfs on it"
+  assert_failure 2
+  assert_output "[pfslab] error: $DEV holds mounted file systems (/mnt/in-use); refusing to create xfs on it: it is in use (wipe_devices never covers the system's disk or a mounted device; unmount it first)"
+  # nvme format: the wanted LBA format is not in use, so it would format; it must not.
+  nvme_lbaf() { echo "1 0"; }
+  nvme() { echo "nvme $*" >>"$BATS_TEST_TMPDIR/nvme.log"; }
+  run nvme_set_lba "$DEV" 4096
+  assert_failure 2
+  assert_output --partial "refusing to reformat it to 4096-byte LBAs: it is in use"
+  [ ! -e "$BATS_TEST_TMPDIR/nvme.log" ]
+}

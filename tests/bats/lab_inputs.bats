@@ -178,3 +178,18 @@ derive_lab() {
   run grep -E "^export RFM_CONFIG_FILES='$REPO/reframe/config/settings.py'$" "$REPO/.venv/bin/activate"
   assert_success
 }
+
+@test "LAB, RUN, A and B reach the scripts as one word each through the Makefile, whatever they hold" {
+  T=$BATS_TEST_TMPDIR
+  run make -s -C "$REPO" lab-status LAB="nope || touch $T/pwned-lab" PFSLAB_ROOT="$KIT"
+  assert_failure
+  assert_output --partial "[lab] error: LAB=nope || touch $T/pwned-lab is not a lab name"
+  run make -s -C "$REPO" lab-status LAB="x'; touch $T/pwned-quote; '" PFSLAB_ROOT="$KIT"
+  assert_failure
+  assert_output --partial "is not a lab name"
+  run make -s -C "$REPO" report RUN="nope || touch $T/pwned-run" PFSLAB_ROOT="$KIT"
+  assert_failure
+  run make -s -C "$REPO" compare A="a || touch $T/pwned-a" B='b"' PFSLAB_ROOT="$KIT"
+  assert_failure
+  [ -z "$(find "$T" -maxdepth 1 -name 'pwned-*')" ]
+}

@@ -221,7 +221,8 @@ key_shims() {
   role "$cfg" beegfs install meta
   assert_success
   run calls
-  assert_line --index 0 --regexp "^curl -fsSL https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs -o $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
+  # Bounded in time: a server that never answers cannot hang lab-up.
+  assert_line --index 0 --regexp "^curl -fsSL --connect-timeout 20 --max-time 120 https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs -o $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
   assert_line --index 1 --regexp "^gpg --homedir .* --batch --with-colons --show-keys $ROOT/etc/apt/keyrings/beegfs.asc.[A-Za-z0-9]{6}\$"
   assert_line "apt-get update -q"
   assert_line "apt-get install -y -q beegfs-meta beegfs-utils nvme-cli mdadm e2fsprogs jq"
@@ -387,4 +388,30 @@ key_shims() {
   [ "$(stat -c %a "$ROOT/mnt/beegfs")" = 755 ]
   run grep -rlF given-secret "$ROOT/etc/beegfs" "$SHIM_LOG"
   assert_output ""
+}
+
+@test "connection authentication: a lab's connDisableAuthentication or connAuthFile, or a value that adds a line, is refused in one line" {
+  cfg=$(node_config beegfs.json cli0 cli 0 10.10.1.1 beegfs-client)
+  jq '.filesystem.beegfs.client.connDisableAuthentication = true' "$cfg" >"$cfg.off"
+  role "$cfg.off" beegfs configure client
+  assert_failure 2
+  assert_line "[beegfs:client@cli0] error: filesystem.beegfs.client.connDisableAuthentication: true is not allowed: the kit's connAuthFile (/etc/pfslab/cluster/beegfs.auth) authenticates every BeeGFS connection; allowed: any other BeeGFS setting"
+  run grep -c connDisableAuthentication "$ROOT/etc/beegfs/beegfs-client.conf"
+  assert_output 0
+  jq '.filesystem.beegfs.client.connAuthFile = "/tmp/open"' "$cfg" >"$cfg.file"
+  role "$cfg.file" beegfs configure client
+  assert_failure 2
+  assert_output --partial "error: filesystem.beegfs.client.connAuthFile: /tmp/open is not allowed"
+  refute grep -q /tmp/open "$ROOT/etc/beegfs/beegfs-client.conf"
+  jq '.filesystem.beegfs.client.tuneNumWorkers = "8\nconnDisableAuthentication = true"' "$cfg" >"$cfg.nl"
+  role "$cfg.nl" beegfs configure client
+  assert_failure 2
+  assert_line "[beegfs:client@cli0] error: filesystem.beegfs.client: 'tuneNumWorkers = 8\\nconnDisableAuthentication = true' is not allowed; allowed: a BeeGFS setting name (letters and digits) with a one-line value"
+  run grep -c connDisableAuthentication "$ROOT/etc/beegfs/beegfs-client.conf"
+  assert_output 0
+  # false says what the kit does anyway.
+  jq '.filesystem.beegfs.client.connDisableAuthentication = false' "$cfg" >"$cfg.on"
+  role "$cfg.on" beegfs configure client
+  assert_success
+  grep -qx "connAuthFile = /etc/pfslab/cluster/beegfs.auth" "$ROOT/etc/beegfs/beegfs-client.conf"
 }

@@ -31,6 +31,14 @@ setup() {
   : >"$ROOT/dev/mapper/meta0"
 }
 
+teardown() {
+  local dev
+  for dev in ${LOOPS[@]+"${LOOPS[@]}"}; do
+    pvremove -y "$dev" >/dev/null 2>&1 || true
+    losetup -d "$dev" 2>/dev/null || true
+  done
+}
+
 @test "install refuses with one line when the lab names no installer or it is not on the node" {
   cfg=$(node_config gpfs.json mgr0 mgr 0 10.20.0.1 gpfs-manager)
   role "$cfg" gpfs install manager
@@ -197,4 +205,50 @@ mmlsfs_output() {
   role "$cfg" gpfs restart manager
   assert_failure 2
   assert_output "[gpfs:manager@mgr0] error: action 'restart' is not one of install, configure, start, up, stop, health"
+}
+
+# GPFS is not installable here, so mmcrnsd is a shim; the devices are real loop devices,
+# probed by the real lsblk and wipefs, as tests/bats/device_safety.bats does.
+@test "nsd: a device that carries a file system or an LVM label is refused before mmcrnsd; a listed or blank one is used" {
+  [[ $(id -u) -eq 0 ]] || skip "needs root for loop devices"
+  command -v losetup >/dev/null || skip "losetup (util-linux) is missing"
+  local t dev img kinds=(ext4) before
+  command -v pvcreate >/dev/null && kinds+=(LVM2_member)
+  for t in lsblk wipefs comm swapon; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
+  LOOPS=()
+  for t in "${kinds[@]}"; do
+    img=$BATS_TEST_TMPDIR/disk-$t
+    truncate -s 64M "$img"
+    dev=$(losetup -f --show "$img")
+    LOOPS+=("$dev")
+    if [[ $t == ext4 ]]; then mkfs.ext4 -q "$dev"; else pvcreate -y -q "$dev" >/dev/null 2>&1 || skip "pvcreate cannot label a loop device here"; fi
+    # The role reads devices through its scratch root: there, the real one.
+    mkdir -p "$ROOT/dev"
+    ln -sf "$dev" "$ROOT$dev"
+    cfg=$(node_config gpfs.json nsd0 nsd 0 10.20.0.2 gpfs-nsd)
+    jq --arg d "$dev" '.filesystem.gpfs.nsds = [{device: $d, usage: "dataAndMetadata", pool: "system"}]' "$cfg" >"$cfg.loop"
+    before=$(sha256sum <"$dev")
+    : >"$SHIM_LOG"
+    role "$cfg.loop" gpfs configure nsd
+    assert_failure 2
+    assert_output --partial "error: $dev holds signatures ($t); refusing to make it GPFS NSD nsd0_${dev##*/}"
+    [ -z "$(calls mmcrnsd)" ]
+    assert_equal "$(sha256sum <"$dev")" "$before"
+    # Listed in the node group's wipe_devices: the lab gave it, mmcrnsd may have it.
+    jq --arg d "$dev" '.wipe_devices = [$d]' "$cfg.loop" >"$cfg.wipe"
+    role "$cfg.wipe" gpfs configure nsd
+    assert_success
+    assert_equal "$(calls mmcrnsd | wc -l)" 1
+  done
+  # A blank device is used without a word about it.
+  img=$BATS_TEST_TMPDIR/disk-blank
+  truncate -s 64M "$img"
+  dev=$(losetup -f --show "$img")
+  LOOPS+=("$dev")
+  ln -sf "$dev" "$ROOT$dev"
+  jq --arg d "$dev" '.filesystem.gpfs.nsds = [{device: $d}]' "$cfg" >"$cfg.blank"
+  : >"$SHIM_LOG"
+  role "$cfg.blank" gpfs configure nsd
+  assert_success
+  assert_equal "$(calls mmcrnsd | wc -l)" 1
 }

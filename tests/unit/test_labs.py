@@ -195,7 +195,27 @@ def test_a_mount_path_that_is_not_plain_is_refused(tmp_path: Path, mount: str) -
         labs.load(str(path))
 
 
-@pytest.mark.parametrize("mount", ["/mnt/pfslab/x", "/mmfs1", "/home/lab/fs", "/scratch", "/srv/beegfs"])
+@pytest.mark.parametrize("mount", ["/mnt/x'y", '/mnt/"x"', "/mnt/$(reboot)", "/mnt/`id`", "/mnt/x;rm",
+                                   "/home/u/.ssh", "/mnt/.hidden"])
+def test_a_mount_path_with_shell_characters_or_a_hidden_part_is_refused_in_one_line(tmp_path: Path, mount: str) -> None:
+    path = write_lab(tmp_path, "shellmount", {"filesystem.mount": mount})
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    assert "\n" not in str(err.value)
+    assert f"filesystem.mount: {mount!r} is not allowed; allowed: an absolute path of letters, digits and . _ + - " \
+        "with no component starting with '.'" in str(err.value)
+
+
+@pytest.mark.parametrize("mount", ["/opt/pfslab", "/opt/pfslab/build", "/root/.ssh", "/root/fs"])
+def test_a_mount_on_the_kit_or_roots_home_is_refused(tmp_path: Path, mount: str) -> None:
+    path = write_lab(tmp_path, "kitmount", {"filesystem.mount": mount})
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    assert f"filesystem.mount: {mount!r} is not allowed" in str(err.value)
+
+
+@pytest.mark.parametrize("mount", ["/mnt/pfslab/x", "/mmfs1", "/home/lab/fs", "/scratch", "/srv/beegfs", "/opt/gpfs",
+                                   "/mnt/fs-1.2_x"])
 def test_a_mount_of_the_labs_own_is_accepted(tmp_path: Path, mount: str) -> None:
     lab = labs.load(str(write_lab(tmp_path, "ownmount", {"filesystem.mount": mount})))
     assert lab["filesystem"]["mount"] == mount
@@ -233,3 +253,16 @@ def test_tuning_a_role_the_lab_does_not_have_is_refused(tmp_path: Path) -> None:
         labs.load(str(path))
     with pytest.raises(labs.LabError, match=r"os_tuning\.roles\[0\]: 'lustre-oss' is not allowed; allowed: beegfs-mgmt"):
         labs.load(str(write_lab(tmp_path, "unknown", {"os_tuning.roles": ["lustre-oss"]})))
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"lab: x\n\xd0\xff\x00binary", "byte 7 is not UTF-8 text; allowed: a lab file is YAML text in UTF-8"),
+    (b"name: x\x00\x01\n", "character U+0000 at position 7 cannot be in YAML text; allowed: printable characters"),
+])
+def test_a_binary_lab_file_is_one_line_not_a_traceback(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(content)
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    assert "\n" not in str(err.value)
+    assert str(err.value).endswith(f"binary.yaml: {message} (is this a binary file?)")

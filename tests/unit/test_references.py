@@ -48,7 +48,7 @@ def test_a_source_needs_where_or_quote(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"unit": "GB"}, "unit 'GB' is unknown"), ({"kind": "guess"}, "kind 'guess' is not one of"), ({"value": 0}, "value must be positive")],
+    [({"unit": "GB"}, "unit 'GB' is unknown"), ({"kind": "guess"}, "kind 'guess' is not one of"), ({"value": 0}, "value must be a finite number > 0, not 0")],
 )
 def test_malformed_entries_are_named(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     with pytest.raises(references.ReferenceError, match=message):
@@ -83,3 +83,55 @@ def test_mode_bound_references_apply_to_their_mode_only(tmp_path: Path) -> None:
     refs = references.load("x", write(tmp_path, [entry(mode="quick")]))
     assert references.lookup(refs, "ior-n1", "read", 16, "quick") is not None
     assert references.lookup(refs, "ior-n1", "read", 16, "full") is None
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "message"),
+    [
+        # 0.001 GB/s would pass a 10 GB/s peak.
+        ({"lower": -3}, "tolerance lower -3 is not allowed"),
+        ({"lower": 0.2, "upper": None}, "tolerance lower 0.2 is not allowed"),
+        ({"lower": -0.1, "upper": -0.5}, "tolerance upper -0.5 is not allowed"),
+        ({"lower": float("nan")}, "tolerance lower nan is not allowed"),
+        ({"lower": "-0.1"}, "tolerance lower '-0.1' is not allowed"),
+        ({"lower": None, "upper": None}, "bounds nothing, so every value would pass"),
+        ({"lower": -0.1, "margin": 2}, "tolerance {'lower': -0.1, 'margin': 2} is not allowed"),
+    ],
+)
+def test_a_tolerance_that_bounds_nothing_or_too_much_is_refused_in_one_line(
+        tmp_path: Path, tolerance: dict[str, Any], message: str) -> None:
+    with pytest.raises(references.ReferenceError) as err:
+        references.load("x", write(tmp_path, [entry(value=10, tolerance=tolerance)]))
+    text = str(err.value)
+    assert "\n" not in text
+    assert text.startswith("x.yaml: references[0] (ior-n1 read at 16 threads): ")
+    assert message in text
+    assert text.endswith("allowed: a mapping with lower in [-1, 0] or null and upper >= 0 or null, not both null "
+                         "(lower -0.10: at least 90 % of the value)")
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", "'ten'", "true"])
+def test_a_value_must_be_a_finite_number(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump({"lab": "x", "references": [entry(value=1.5)]}).replace("value: 1.5", f"value: {value}"))
+    with pytest.raises(references.ReferenceError,
+                       match=r"^x\.yaml: references\[0\] \(ior-n1 read at 16 threads\): value must be a finite number > 0, not "):
+        references.load("x", path)
+    path.write_text(yaml.safe_dump({"lab": "x", "references": [entry(kind="baseline", tolerance={"lower": -0.3})]})
+                    .replace("kind: baseline", "kind: baseline\n  noise: .nan"))
+    with pytest.raises(references.ReferenceError, match="noise must be a finite number >= 0, not nan"):
+        references.load("x", path)
+
+
+def test_the_policy_tolerances_are_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = yaml.safe_load(references.POLICY_PATH.read_text())
+    policy["kinds"]["peak"] = {"lower": None, "upper": None}
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    monkeypatch.setattr(references, "POLICY_PATH", path)
+    references.policy.cache_clear()
+    try:
+        with pytest.raises(references.ReferenceError, match=r"^policy\.yaml: kinds\.peak: tolerance .* bounds nothing"):
+            references.policy()
+    finally:
+        references.policy.cache_clear()

@@ -134,3 +134,11 @@ def test_wipe_devices_reach_only_the_nodes_of_their_group(tmp_path: Path) -> Non
 
     assert node_config("osd1")["wipe_devices"] == ["/dev/disk/by-id/nvme-old-data-1"]
     assert "wipe_devices" not in node_config("mon0")
+
+
+def test_an_invalid_lab_leaves_no_output_folder(tmp_path: Path) -> None:
+    out = tmp_path / "user-data" / "nope"
+    result = _render("nope", "aws", out)
+    assert result.returncode == 2
+    assert "[render] error: lab nope is not valid (see above)" in result.stderr
+    assert not (tmp_path / "user-data").exists()
