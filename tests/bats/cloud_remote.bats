@@ -53,12 +53,13 @@ remote_up() {
   grep -vE 'pfslab-manifest|pfslab-kit-sync' "$SHIM_LOG" >"$SHIM_LOG.main"
   SHIM_LOG=$SHIM_LOG.main
   run bash -c "grep -E '^(ssh|scp) ' '$SHIM_LOG' | sed -n '1,14p'"
-  assert_output "ssh -n $O mon0 test -e /var/lib/cloud/instance/boot-finished
+  # The login node's first boot first: the others are reached through it.
+  assert_output "ssh -n $O cli0 test -e /var/lib/cloud/instance/boot-finished
+ssh -n $O cli0 cloud-init status
+ssh -n $O mon0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O mon0 cloud-init status
 ssh -n $O osd0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O osd0 cloud-init status
-ssh -n $O cli0 test -e /var/lib/cloud/instance/boot-finished
-ssh -n $O cli0 cloud-init status
 ssh -n $O mon0 ls -A '/etc/pfslab/cluster' 2>/dev/null
 ssh -n $O osd0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
 scp -3 -q -p $O mon0:/etc/pfslab/cluster/ceph.client.bootstrap-osd.keyring mon0:/etc/pfslab/cluster/ceph.conf osd0:/etc/pfslab/cluster/

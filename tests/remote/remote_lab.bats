@@ -39,7 +39,8 @@ write_pinned_lab() {
   local host
   {
     printf '# Written by tests/remote/remote_lab.bats for its run; removed by its teardown.\n'
-    printf 'name: %s\nextends: %s\ntargets:\n  baremetal:\n    host_keys:\n' "$LAB" "$HOSTS"
+    printf 'name: %s\nextends: %s\ntitle: %s\ntargets:\n  baremetal:\n    host_keys:\n' "$LAB" "$HOSTS" \
+      "the hosts of $HOSTS, their SSH host keys pinned"
     for host in $(hosts_resolved '.targets.baremetal.hosts | keys[]'); do
       printf '      %s: ["%s"]\n' "$host" "$(hosts_exec "$host" ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub | awk '{print $2}')"
     done
