@@ -54,9 +54,20 @@ def owner(lab: dict[str, Any] | None = None, environ: dict[str, str] | None = No
     env = os.environ if environ is None else environ
     explicit = ((lab or {}).get("targets", {}).get((lab or {}).get("target", ""), {}) or {}).get("owner")
     value = env.get("OWNER") or explicit or env.get("SUDO_USER") or env.get("USER") or getpass.getuser()
-    if not OWNER_PATTERN.match(value):
+    # fullmatch: a '$' would let a trailing newline through, and tags would then match nothing.
+    if not OWNER_PATTERN.fullmatch(value):
         raise InstanceError(f"owner {value!r} is not allowed; give OWNER= 1-128 letters, digits, spaces or _ . : / = + - @")
     return str(value)
+
+
+def cloud_name(name: str, lab_owner: str) -> str:
+    """The name of lab ``name``'s cloud resources that must be unique in the account (AWS
+    key pair, security and placement groups; the Azure resource group): ``pfslab-<lab>-``
+    and eight hex digits of lab and owner, so two owners' labs of one name do not collide.
+    A lab name's '+' becomes '-' (Azure's names allow none); the rest is letters, digits,
+    '.', '-', at most 56 characters, ending in a hex digit: valid in both clouds."""
+    digest = hashlib.sha256(f"{name}\n{lab_owner}".encode()).hexdigest()[:8]
+    return f"pfslab-{name.replace('+', '-')}-{digest}"
 
 
 def describe(name: str, lab_owner: str, root: Path = CHECKOUT) -> dict[str, Any]:
@@ -68,6 +79,7 @@ def describe(name: str, lab_owner: str, root: Path = CHECKOUT) -> dict[str, Any]
         "root": str(root),
         "id": instance,
         "owner": lab_owner,
+        "cloud_name": cloud_name(name, lab_owner),
         # Namespace names stay short: "pfs-" and six hex digits of the instance.
         "netns_prefix": "pfs-" + hashlib.sha1(instance.encode()).hexdigest()[:6],
         "run_root": str(RUN_BASE / instance),
