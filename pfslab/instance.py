@@ -51,15 +51,16 @@ def owner(lab: dict[str, Any] | None = None, environ: dict[str, str] | None = No
     env = os.environ if environ is None else environ
     explicit = ((lab or {}).get("targets", {}).get((lab or {}).get("target", ""), {}) or {}).get("owner")
     value = env.get("OWNER") or explicit or env.get("SUDO_USER") or env.get("USER") or getpass.getuser()
-    if not OWNER_PATTERN.match(value):
+    # fullmatch: a '$' would let a trailing newline through, and tags would then match nothing.
+    if not OWNER_PATTERN.fullmatch(value):
         raise InstanceError(f"owner {value!r} is not allowed; give OWNER= 1-128 letters, digits, spaces or _ . : / = + - @")
     return str(value)
 
 
 def describe(name: str, lab_owner: str, root: Path = CHECKOUT, nodes: list[str] | None = None) -> dict[str, Any]:
     """The instance block of lab ``name`` run from checkout ``root``: every name its
-    lab leaves on a shared host, from pfslab.names, and per node (``nodes``, in the
-    layout's order) its namespace and the host side of its veth pair."""
+    lab leaves on a shared host or in a cloud account, from pfslab.names, and per node
+    (``nodes``, in the layout's order) its namespace and the host side of its veth pair."""
     checkout = checkout_id(root)
     instance = names.instance_id(name, checkout)
     prefix = names.netns_prefix(instance)
@@ -68,6 +69,7 @@ def describe(name: str, lab_owner: str, root: Path = CHECKOUT, nodes: list[str] 
         "root": str(root),
         "id": instance,
         "owner": lab_owner,
+        "cloud_name": names.cloud_name(name, lab_owner),
         "netns_prefix": prefix,
         "run_root": names.run_root(name, checkout),
         "cgroup": names.cgroup(instance),

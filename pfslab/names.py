@@ -61,6 +61,16 @@ def instance_id(lab: str, checkout: str) -> str:
     return f"{lab}-{checkout}"
 
 
+def cloud_name(lab: str, owner: str) -> str:
+    """The name of lab ``lab``'s cloud resources that must be unique in the account (AWS
+    key pair, security and placement groups; the Azure resource group): ``pfslab-<lab>-``
+    and eight hex digits of lab and owner, so two owners' labs of one name do not collide.
+    A lab name's '+' becomes '-' (Azure's names allow none); the rest is letters, digits,
+    '.', '-', at most 56 characters, ending in a hex digit: valid in both clouds."""
+    digest = hashlib.sha256(f"{lab}\n{owner}".encode()).hexdigest()[:8]
+    return f"pfslab-{lab.replace('+', '-')}-{digest}"
+
+
 def netns_prefix(instance: str) -> str:
     """``pfs-`` and six hex digits of the instance: the prefix of its node namespaces."""
     return "pfs-" + _digest(instance, 6)

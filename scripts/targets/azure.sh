@@ -12,10 +12,11 @@ target_credentials() {
 
 # What Azure still holds tagged with the lab and its owner, one resource id per line
 # (az filters on one tag; the owner is matched in the query). Another user's lab of
-# the same name is not this lab's leftover.
+# the same name is not this lab's leftover. A failed listing fails (scripts/lab
+# cloud_leftovers): an empty answer must mean that Azure has nothing.
 target_leftovers() {
   local lab=$1 owner
-  owner=$(lab_field "$lab" instance.owner)
+  owner=$(lab_field "$lab" instance.owner) || return
   az resource list --tag "lab=$lab" --query "[?tags.owner=='${owner//\'/}'].id" --output tsv | sed '/^$/d'
 }
 

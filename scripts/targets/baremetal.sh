@@ -20,10 +20,11 @@ target_credentials() {
 }
 
 # What the Terraform state still holds (nothing is tagged on machines the kit did not buy).
+# A state that cannot be listed fails, with Terraform's reason on stderr.
 target_leftovers() {
   local lab=$1
   [[ -s $(state_dir "$lab")/terraform.tfstate ]] || return 0
-  tf_cloud "$lab" baremetal state list 2>/dev/null | sed 's/^/state /'
+  tf_cloud "$lab" baremetal state list | sed 's/^/state /'
 }
 
 target_gone() { echo "nothing of it is left in the Terraform state"; }

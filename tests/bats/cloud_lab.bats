@@ -17,7 +17,7 @@ setup() {
   mkdir -p "$COPY/labs"
   for entry in scripts registry pfslab reframe terraform .venv; do ln -s "$KIT/$entry" "$COPY/$entry"; done
   cp "$KIT"/labs/*.yaml "$KIT/labs/schema.json" "$COPY/labs/"
-  for t in rmdir ssh-keygen env sha1sum python3; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
+  for t in rmdir ssh-keygen env sha1sum python3 od; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
   shim ssh
   shim scp
   HOMEDIR=$BATS_TEST_TMPDIR/home
@@ -129,6 +129,59 @@ exit 0'
   lab down azure-beegfs-medium
   assert_failure 2
   assert_line "[lab] left behind: /subscriptions/s/vm-bob"
+}
+
+# A listing of what is left that fails proves nothing: lab-down fails in one line and
+# keeps build/<lab> (what a second lab-down needs), on every remote target.
+assert_listing_failed() {
+  local lab=$1 target=$2 why=$3
+  assert_failure 2
+  assert_line "[lab] error: lab $lab: asking $target what is left failed ($why), so it is not known to be down; $COPY/build/$lab is kept: run 'make lab-down LAB=$lab' again"
+  assert_equal "$(grep -c 'error' <<<"$output")" 1
+  refute_output --partial "nothing"
+  refute_output --partial "is down"
+  [ -s "$COPY/build/$lab/terraform.tfstate" ]
+  assert_equal "$(cat "$COPY/build/active-lab")" "$lab"
+}
+
+@test "lab-down of an azure lab whose listing fails: exit 2, one line, build/<lab> kept" {
+  was_up azure-beegfs-medium
+  shim az '[[ $1 == account ]] && exit 0
+echo "ERROR: (AuthorizationFailed) The client may not perform action Microsoft.Resources/resources/read" >&2
+exit 1'
+  lab down azure-beegfs-medium
+  assert_listing_failed azure-beegfs-medium azure "ERROR: (AuthorizationFailed) The client may not perform action Microsoft.Resources/resources/read"
+  # An az that fails saying nothing fails the same way.
+  shim az '[[ $1 == account ]] && exit 0; exit 1'
+  lab down azure-beegfs-medium
+  assert_listing_failed azure-beegfs-medium azure "no reason given"
+}
+
+@test "lab-down of an aws lab whose EC2 listing fails: exit 2, one line, build/<lab> kept" {
+  was_up aws-nfs
+  # The kit's pfslab with EC2 answering the credentials check and the sweep, and the
+  # listing after them failing as pfslab/aws.py reports a failed call (one line, exit 2).
+  rm "$COPY/.venv"
+  mkdir -p "$COPY/.venv/bin"
+  printf '%s\n' '#!/bin/bash' 'case "$1 $2" in' \
+    '  "aws whoami") echo arn:aws:iam::123456789012:user/tester ;;' \
+    '  "aws sweep") ;;' \
+    '  "aws leftovers") echo "pfslab aws: listing what lab aws-nfs holds: An error occurred (RequestLimitExceeded) when calling the DescribeVolumes operation" >&2; exit 2 ;;' \
+    "  *) exec '$KIT/.venv/bin/pfslab' \"\$@\" ;;" 'esac' >"$COPY/.venv/bin/pfslab"
+  chmod +x "$COPY/.venv/bin/pfslab"
+  lab down aws-nfs
+  assert_listing_failed aws-nfs aws "pfslab aws: listing what lab aws-nfs holds: An error occurred (RequestLimitExceeded) when calling the DescribeVolumes operation"
+}
+
+@test "lab-down of an existing-hosts lab whose state cannot be listed after destroy: exit 2, one line, build/<lab> kept" {
+  was_up baremetal-cephfs-hosts
+  shim terraform '
+case " $* " in
+  *" state list "*) [[ -e $SHIM_STATE/destroyed ]] || exit 0; printf "%s\n" "╷" "│ Error: Failed to load state: permission denied" "╵" >&2; exit 1 ;;
+  *" destroy "*) touch "$SHIM_STATE/destroyed"; echo "Destroy complete! Resources: 1 destroyed." ;;
+esac'
+  lab down baremetal-cephfs-hosts
+  assert_listing_failed baremetal-cephfs-hosts baremetal "Error: Failed to load state: permission denied"
 }
 
 @test "lab-down of a cloud lab without credentials: one line, nothing destroyed" {

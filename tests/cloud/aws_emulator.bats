@@ -46,6 +46,8 @@ teardown_file() {
     for lab in aws-cephfs aws-beegfs-medium aws-nfs; do
       [[ ! -d $REPO/build/$lab ]] || PFSLAB_PURGE=1 "$REPO/scripts/lab" down "$lab" >/dev/null 2>&1 || true
     done
+    [[ ! -d $BATS_FILE_TMPDIR/other-owner/build/aws-cephfs ]] ||
+      PFSLAB_ROOT=$BATS_FILE_TMPDIR/other-owner "$BATS_FILE_TMPDIR/other-owner/scripts/lab" down aws-cephfs >/dev/null 2>&1 || true
     "$REPO/scripts/cloud-emulator" stop >/dev/null 2>&1 || true
   fi
 }
@@ -71,7 +73,9 @@ lab_up_checked() {
   # the placement and security groups, the tags.
   assert_equal "$(jq '.aws.instance_ids | length' "$inv")" "$nodes"
   assert_equal "$(jq '[.aws.efa_interfaces[]] | flatten | length' "$inv")" "$efa"
-  assert_equal "$(jq -r .aws.placement_group "$inv")" "pfslab-$lab"
+  # Named per lab and owner (instance.cloud_name): another owner's lab of the same name
+  # in the same account gets its own.
+  assert_equal "$(jq -r .aws.placement_group "$inv")" "$(resolved "$lab" .instance.cloud_name)"
   assert_equal "$(jq -r '.aws.tags | "\(.lab) \(.owner) \(.deployment)"' "$inv")" "$lab $(owner "$lab") $(cat "$REPO/build/$lab/deployment")"
   # EC2 itself: those instances, of the planned types, in the placement group; EFA
   # interfaces of type efa; the security group admits its members and SSH from
@@ -90,7 +94,7 @@ vols = ec2.describe_volumes(Filters=[{'Name': 'attachment.instance-id', 'Values'
 print('volumes', len(vols), all({t['Key']: t['Value'] for t in v.get('Tags', [])}.get('lab') == '$lab' for v in vols))
 "
   assert_success
-  assert_line "instances $nodes ['pfslab-$lab']"
+  assert_line "instances $nodes ['$(resolved "$lab" .instance.cloud_name)']"
   assert_line "types $(resolved "$lab" '[.targets.aws.groups[].instance_type] | unique | map("'"'"'" + . + "'"'"'") | "[" + join(", ") + "]"')"
   if ((efa > 0)); then assert_line "efa $efa ['efa']"; else assert_line "efa 0 []"; fi
   assert_line "ingress ['-1:$(jq -r .aws.security_group "$inv")', 'tcp:$(resolved "$lab" '.targets.aws.ssh_cidrs | join(",")')']"
@@ -152,6 +156,47 @@ killed_apply_then_down() {
 @test "aws-cephfs: lab-up applies the real plan to the emulator and writes the inventory; lab-down leaves nothing tagged with the lab" {
   lab_up_checked aws-cephfs
   lab_down_checked aws-cephfs
+}
+
+# Another user's checkout of the kit (its own build/), in the same account.
+other_checkout() {
+  local copy=$BATS_FILE_TMPDIR/other-owner entry
+  mkdir -p "$copy/labs"
+  for entry in scripts registry pfslab reframe terraform .venv; do ln -sfn "$REPO/$entry" "$copy/$entry"; done
+  cp "$REPO"/labs/*.yaml "$REPO/labs/schema.json" "$copy/labs/"
+  echo "$copy"
+}
+
+@test "aws-cephfs: two owners bring the same lab up side by side in one account; each lab-down removes only its own" {
+  local lab=aws-cephfs copy mine theirs theirs_before nodes
+  copy=$(other_checkout)
+  nodes=$(resolved "$lab" '.derived.nodes | length')
+  lab_up_checked "$lab"
+  run timed "lab-up $lab (owner bob, another checkout)" env OWNER=bob PFSLAB_ROOT="$copy" "$copy/scripts/lab" up "$lab"
+  echo "$output" | grep -v '^\[lab\] removed' >&3
+  assert_success
+  assert_line --regexp "^\[lab\] terraform: Apply complete! Resources: [0-9]+ added, 0 changed, 0 destroyed\.$"
+  # What must be unique in the account is named per lab and owner: two names.
+  mine=$(jq -r .aws.placement_group "$REPO/build/$lab/inventory.json")
+  theirs=$(jq -r .aws.placement_group "$copy/build/$lab/inventory.json")
+  assert_equal "$theirs" "$(jq -r .instance.cloud_name "$copy/build/$lab/lab.json")"
+  [ "$mine" != "$theirs" ]
+  theirs_before=$(ec2 tagged "lab=$lab" owner=bob | sort)
+  assert_equal "$(grep -c '^instance ' <<<"$theirs_before")" "$nodes"
+  grep -qx "key-pair $theirs" <<<"$theirs_before"
+  grep -qx "placement-group $theirs" <<<"$theirs_before"
+  run tagged_with_lab "$lab"
+  assert_line "key-pair $mine"
+  # Mine goes; bob's stays as it was, then goes with his own lab-down.
+  lab_down_checked "$lab"
+  assert_equal "$(ec2 tagged "lab=$lab" owner=bob | sort)" "$theirs_before"
+  run timed "lab-down $lab (owner bob)" env PFSLAB_ROOT="$copy" "$copy/scripts/lab" down "$lab"
+  echo "$output" | grep -v '^\[lab\] removed: module' >&3
+  assert_success
+  assert_line --regexp "^\[lab\] lab $lab is down in [0-9]+ s; nothing tagged lab=$lab owner=bob is left"
+  run ec2 tagged "lab=$lab" owner=bob
+  assert_output ""
+  [ ! -e "$copy/build/$lab" ]
 }
 
 @test "aws-beegfs-medium: 39 instances, 38 EFA interfaces up; lab-down leaves nothing" {

@@ -18,8 +18,10 @@ locals {
 }
 
 module "lab" {
-  source            = "../../modules/aws"
-  lab_name          = module.plan.lab.name
+  source   = "../../modules/aws"
+  lab_name = module.plan.lab.name
+  # A lab brought up before instance.cloud_name existed keeps its names until it is down.
+  resource_name     = try(module.plan.lab.instance.cloud_name, "pfslab-${module.plan.lab.name}")
   subnet_cidr       = module.plan.lab.network.subnet
   availability_zone = local.aws.availability_zone
   vpc_id            = try(local.aws.vpc_id, null)

@@ -17,10 +17,13 @@ locals {
 }
 
 module "lab" {
-  source              = "../../modules/azure"
-  lab_name            = module.plan.lab.name
-  location            = local.azure.location
-  resource_group      = try(local.azure.resource_group, replace("pfslab-${module.plan.lab.name}", "+", "-"))
+  source   = "../../modules/azure"
+  lab_name = module.plan.lab.name
+  location = local.azure.location
+  # The lab file's, else one per lab and owner (instance.cloud_name): two owners' labs of
+  # one name in one subscription do not collide. A lab brought up before it existed
+  # keeps its name until it is down.
+  resource_group      = try(local.azure.resource_group, module.plan.lab.instance.cloud_name, replace("pfslab-${module.plan.lab.name}", "+", "-"))
   vnet_subnet         = try(local.azure.vnet_subnet, module.plan.lab.network.subnet)
   proximity_placement = local.azure.proximity_placement
   public_nodes        = module.plan.public_nodes

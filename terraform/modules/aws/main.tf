@@ -4,7 +4,7 @@
 # all traffic between them). Everything the lab plan decided arrives as variables.
 
 locals {
-  prefix      = "pfslab-${var.lab_name}"
+  prefix      = var.resource_name
   create_vpc  = var.vpc_id == null
   zone        = var.availability_zone
   prefix_len  = split("/", var.subnet_cidr)[1]

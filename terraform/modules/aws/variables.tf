@@ -1,3 +1,13 @@
+variable "resource_name" {
+  description = "Name of what must be unique in the account (key pair, security and placement groups) and prefix of the Name tags: the resolved lab's instance.cloud_name (pfslab/instance.py), so two owners' labs of one name do not collide."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9._-]{1,255}$", var.resource_name)) && !startswith(var.resource_name, "sg-")
+    error_message = "The resource_name must be 1-255 letters, digits, '.', '_' or '-', not starting with sg- (a name EC2 allows a key pair, a security group and a placement group alike)."
+  }
+}
+
 variable "subnet_cidr" {
   description = "The lab's network.subnet: CIDR of the VPC and subnet the adapter creates, or of the existing subnet_id."
   type        = string

@@ -2,7 +2,7 @@
 # Linked into each of them as cloud-variables.tf, so the contract is written once.
 
 variable "lab_name" {
-  description = "Name of the lab; names every resource (pfslab-<lab>-...)."
+  description = "Name of the lab (its tags and descriptions; what must be unique in an account is named after the resolved lab's instance.cloud_name)."
   type        = string
 
   validation {

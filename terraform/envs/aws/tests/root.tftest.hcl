@@ -34,7 +34,7 @@ run "aws_beegfs_medium" {
   }
 
   assert {
-    condition     = alltrue([for n in output.inventory.nodes : length(output.inventory.aws.efa_interfaces[n.name]) == jsondecode(file(var.lab_file)).targets.aws.groups[n.group].efa_interfaces]) && length(flatten(values(output.inventory.aws.efa_interfaces))) == 38 && output.inventory.aws.placement_group == "pfslab-aws-beegfs-medium"
+    condition     = alltrue([for n in output.inventory.nodes : length(output.inventory.aws.efa_interfaces[n.name]) == jsondecode(file(var.lab_file)).targets.aws.groups[n.group].efa_interfaces]) && length(flatten(values(output.inventory.aws.efa_interfaces))) == 38 && output.inventory.aws.placement_group == jsondecode(file(var.lab_file)).instance.cloud_name
     error_message = "Each node has as many EFA interfaces as its group maps (38 in all: every node but mgmt), in the lab's placement group."
   }
 

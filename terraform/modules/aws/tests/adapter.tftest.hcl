@@ -36,6 +36,7 @@ run "beegfs_medium" {
 
   variables {
     lab_name          = run.plan_beegfs_medium.lab.name
+    resource_name     = run.plan_beegfs_medium.lab.instance.cloud_name
     subnet_cidr       = run.plan_beegfs_medium.lab.network.subnet
     availability_zone = run.plan_beegfs_medium.lab.targets.aws.availability_zone
     placement         = run.plan_beegfs_medium.lab.targets.aws.placement
@@ -66,6 +67,11 @@ run "beegfs_medium" {
   assert {
     condition     = alltrue([for k, v in aws_network_interface.efa : v.interface_type == "efa"])
     error_message = "Every extra interface is interface_type efa."
+  }
+
+  assert {
+    condition     = aws_key_pair.lab.key_name == var.resource_name && aws_security_group.lab.name == var.resource_name && aws_placement_group.lab[0].name == var.resource_name && startswith(var.resource_name, "pfslab-aws-beegfs-medium-")
+    error_message = "The key pair, security group and placement group are named after the lab's instance.cloud_name (lab and owner), not the lab alone: two owners' labs of one name must not collide."
   }
 
   assert {
@@ -124,6 +130,7 @@ run "cephfs_no_placement_group_every_node_public" {
 
   variables {
     lab_name          = run.plan_cephfs_all_public.lab.name
+    resource_name     = run.plan_cephfs_all_public.lab.instance.cloud_name
     subnet_cidr       = run.plan_cephfs_all_public.lab.network.subnet
     availability_zone = run.plan_cephfs_all_public.lab.targets.aws.availability_zone
     placement         = "none"
@@ -152,6 +159,7 @@ run "rejects_a_public_node_that_is_not_a_node" {
 
   variables {
     lab_name          = run.plan_cephfs_all_public.lab.name
+    resource_name     = run.plan_cephfs_all_public.lab.instance.cloud_name
     subnet_cidr       = run.plan_cephfs_all_public.lab.network.subnet
     availability_zone = run.plan_cephfs_all_public.lab.targets.aws.availability_zone
     placement         = "cluster"
@@ -165,4 +173,25 @@ run "rejects_a_public_node_that_is_not_a_node" {
   }
 
   expect_failures = [var.public_nodes]
+}
+
+run "rejects_a_resource_name_ec2_refuses" {
+  command = plan
+
+  variables {
+    lab_name          = run.plan_cephfs_all_public.lab.name
+    resource_name     = "sg-pfslab-aws-cephfs"
+    subnet_cidr       = run.plan_cephfs_all_public.lab.network.subnet
+    availability_zone = run.plan_cephfs_all_public.lab.targets.aws.availability_zone
+    placement         = "cluster"
+    public_nodes      = []
+    ssh_cidrs         = ["198.51.100.7/32"]
+    images            = run.plan_cephfs_all_public.lab.targets.aws.images
+    nodes             = { for name, n in run.plan_cephfs_all_public.nodes : name => { address = n.address, roles = n.roles } }
+    machines          = run.plan_cephfs_all_public.machines
+    user_data         = run.plan_cephfs_all_public.user_data
+    tags              = run.plan_cephfs_all_public.tags
+  }
+
+  expect_failures = [var.resource_name]
 }
