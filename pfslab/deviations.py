@@ -208,3 +208,19 @@ def _sets(data: dict[str, Any], field: str) -> bool:
             return False
         node = node[part]
     return True
+
+
+def stated(lab: dict[str, Any]) -> list[Deviation]:
+    """Departures a lab states as data, not as comments: a workload step's ``seed_args``
+    (the source's arguments, kept beside the ones that run) with its ``deviation``, and
+    every tool version the lab's source ran that its toolchain view does not
+    (pfslab/toolchain.py)."""
+    from pfslab import labs, toolchain
+
+    out = []
+    for workload in lab.get("workloads", []):
+        for index, step in enumerate(workload.get("steps", [])):
+            if isinstance(step, dict) and "seed_args" in step:
+                out.append(Deviation(f"workloads[{workload['id']}].steps[{index}].args", step["args"],
+                                     f"{step['deviation']} (the source's: {step['seed_args']})", labs.lab_path(lab["name"]).name))
+    return out + toolchain.deviations(lab)
