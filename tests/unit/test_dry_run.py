@@ -484,9 +484,9 @@ def test_every_mpi_option_of_every_job_is_accepted_by_every_locked_open_mpi(
 ) -> None:
     """Seed and cloud labs' job scripts: mpirun options against the option list of each
     Open MPI version in spack.lock, --mca / OMPI_MCA_* against its frameworks and built
-    components (spack/openmpi-components.json). A job runs with either view's Open MPI
-    (PFSLAB_VIEW picks the seed view's 4.1.8 or the default view's 5.0.8), so both must
-    accept it."""
+    components (spack/openmpi-components.json). A job runs with its lab's view's Open MPI
+    (benchmark.toolchain: the seed view's 4.1.8 or the default view's 5.0.8), and a lab
+    can be switched to the other view, so both must accept it."""
     builds = mpi_options.locked()
     assert [m.version for m in builds] == mpi_options.versions(), "the lock's Open MPIs and the component list differ"
     problems: dict[str, set[str]] = {}

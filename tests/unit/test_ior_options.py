@@ -184,7 +184,7 @@ def test_iozone_size_check(line: str, bad: str | None) -> None:
 
 
 def test_every_labs_iozone_lines_use_sizes_iozone_reads() -> None:
-    problems = set()
+    problems: set[str] = set()
     checked = 0
     for name in labs.lab_names():
         lab = labs.load(name)
