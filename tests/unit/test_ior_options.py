@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -237,3 +238,30 @@ def test_a_launcher_deviation_names_the_open_mpi_its_lab_runs() -> None:
             named += 1
             assert version == runs, f"{name}: launcher.deviation names the kit's Open MPI {version}; the lab runs {runs}"
     assert named >= 2
+
+
+def test_the_view_travels_with_the_resolved_lab_not_the_users_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A remote lab's login node gets the resolved lab (build/<lab>/lab.json, `pfslab lab
+    show`), not the user's environment: the view comes from it."""
+    from pfslab import layout, rfm_paths
+
+    monkeypatch.delenv("PFSLAB_VIEW", raising=False)
+    monkeypatch.setenv("PFSLAB_TOOL_PATH", "/site/bin")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    for name, view in (("azure-beegfs-medium", "/opt/pfslab/view-seed"), ("aws-nfs", "/opt/pfslab/view")):
+        shipped = json.loads(json.dumps(layout.resolved(labs.load(name))))
+        assert shipped["benchmark"]["toolchain"] == ("seed" if view.endswith("seed") else "default")
+        assert rfm_paths.tool_search_path(shipped) == f"/site/bin:{view}/bin:/usr/bin"
+
+
+def test_a_runs_provenance_records_the_view_and_the_version_departures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pfslab import provenance
+
+    monkeypatch.delenv("PFSLAB_RUN_DIR", raising=False)
+    data = provenance.record(tmp_path, "beegfs-small", "/nonexistent")
+    assert data["toolchain"]["view"] == "seed" and data["toolchain"]["versions"]["ior"] == V3
+    fields = [d["field"] for d in data["deviations"]]
+    assert {"workloads[ior-n1].steps[0].args", "benchmark.toolchain (openmpi)", "benchmark.toolchain (iozone)"} <= set(fields)
+    assert json.loads((tmp_path / "provenance.json").read_text())["toolchain"] == data["toolchain"]
