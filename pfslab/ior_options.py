@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import PurePath
 from typing import Any
 
 from pfslab import KIT_ROOT
@@ -169,8 +170,6 @@ def check_args(ior: Ior, tool: str, args: list[str]) -> list[str]:
 def check_command(ior: Ior, tokens: list[str], program: str) -> list[str]:
     """Problems with a job step's command (tokens from shlex): the arguments after the
     ior or mdtest program, wherever it is (after mpirun's options)."""
-    from pathlib import PurePath
-
     for index, token in enumerate(tokens):
         if PurePath(token).name == program:
             return check_args(ior, program, tokens[index + 1:])
