@@ -86,6 +86,12 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         if rel["installed"]:
             print(f"{rel['installed_field']} = {rel['installed']}: the release the nodes install "
                   f"(filesystem.version, what the lab's source ran: {rel['characterised']})")
+        elif rel["characterised"]:
+            # No installed_version in the family: the packages come from the distribution
+            # or the user's installer, so the kit cannot say the nodes run the source's release.
+            print(f"filesystem.version = {json.dumps(rel['characterised'])}: what the lab's source ran; the nodes run "
+                  f"the release their {rel['type']} packages bring (the distribution's or the user's installer, "
+                  "not the kit's to choose), which may differ")
         for dev in [*deviations.for_file(labs.lab_path(args.lab)), *deviations.stated(lab)]:
             print(f"{dev.field} = {json.dumps(dev.value)}  [{dev.file}] {dev.note}")
     elif args.lab_command == "show":
