@@ -154,5 +154,7 @@ def test_pfslab_lab_deviations_prints_the_tool_versions_the_seed_step_and_a_rele
         "benchmark.toolchain (fio)", "benchmark.toolchain (iozone)", "benchmark.toolchain (openmpi)"]
     assert versions[2].startswith('benchmark.toolchain (openmpi) = "4.1.8"  [spack/spack.yaml] the source ran openmpi 4.0.1; '
                                   "the lab's seed view (/opt/pfslab/view-seed) runs openmpi 4.1.8: ")
-    step = [line for line in deviations_of("beegfs-medium") if line.startswith("workloads[ior-n1]")]
-    assert len(step) == 1 and "(the source's: -w -r -i 3 -d 3 -e -O beegfsNumTargets={beegfs_targets}" in step[0]
+    # A reproduction runs the seed lab's workloads: the note is that file's.
+    step = [line for line in deviations_of("azure-beegfs-medium") if line.startswith("workloads[ior-n1]")]
+    assert len(step) == 1 and "  [beegfs-medium.yaml] {beegfs_striping} is the seed's" in step[0]
+    assert "(the source's: -w -r -i 3 -d 3 -e -O beegfsNumTargets={beegfs_targets}" in step[0]
