@@ -146,7 +146,7 @@ class _Bench:
         inventory = state.inventory(lab_name)
         if inventory is None:
             raise CalibrationError(f"lab {lab_name} is not up; run 'make lab-up LAB={lab_name}'")
-        fio = which("fio", path=tool_search_path())
+        fio = which("fio", path=tool_search_path(lab))
         if fio is None:
             raise CalibrationError("fio is not installed (the calibration probes are fio runs); run 'make deps'")
         scratch_root = f"{lab['filesystem']['mount']}/{labs.setting(lab, 'benchmark.scratch')}"

@@ -208,3 +208,32 @@ def _sets(data: dict[str, Any], field: str) -> bool:
             return False
         node = node[part]
     return True
+
+
+def stated(lab: dict[str, Any]) -> list[Deviation]:
+    """Departures a lab states as data, not as comments: a workload step's ``seed_args``
+    (the source's arguments, kept beside the ones that run) with its ``deviation``, and
+    every tool version the lab's source ran that its toolchain view does not
+    (pfslab/toolchain.py)."""
+    from pfslab import toolchain
+
+    out = []
+    for workload in lab.get("workloads", []):
+        for index, step in enumerate(workload.get("steps", [])):
+            if isinstance(step, dict) and "seed_args" in step:
+                out.append(Deviation(f"workloads[{workload['id']}].steps[{index}].args", step["args"],
+                                     f"{step['deviation']} (the source's: {step['seed_args']})", _workloads_file(lab["name"])))
+    return out + toolchain.deviations(lab)
+
+
+def _workloads_file(name: str) -> str:
+    """The lab file that writes a lab's workloads: its own, or that of the lab it
+    reproduces or extends (labs.resolve takes them from there)."""
+    from pfslab import labs
+
+    path = labs.lab_path(name)
+    data = yaml.safe_load(path.read_text()) or {}
+    for key in ("reproduces", "extends"):
+        if "workloads" not in data and isinstance(data.get(key), str):
+            return _workloads_file(data[key])
+    return path.name

@@ -186,7 +186,7 @@ def run_probe(lab: dict[str, Any], inventory: dict[str, Any], a: str, b: str, ti
     fabric_name = str(lab["network"].get("fabric") or "ethernet")
     fabric(fabric_name)
     launcher = dict(inventory.get("launcher") or lab.get("launcher") or {})
-    ior = shutil.which("ior", path=tool_search_path())
+    ior = shutil.which("ior", path=tool_search_path(lab))
     if ior is None:
         raise ProbeUnavailable("ior is not installed (the toolchain view, PFSLAB_TOOL_PATH or PATH): "
                                "the probe runs ior -a DUMMY; 'make toolchain' installs it")
@@ -194,7 +194,7 @@ def run_probe(lab: dict[str, Any], inventory: dict[str, Any], a: str, b: str, ti
         hostfile = Path(tmp, "hosts")
         hostfile.write_text(f"{hosts[a]} slots=1\n{hosts[b]} slots=1\n")
         env = {**os.environ, **{k: str(v) for k, v in launcher.get("env", {}).items()}, **VERBOSE_ENV}
-        env["PATH"] = tool_search_path()
+        env["PATH"] = tool_search_path(lab)
         command = probe_command(launcher, str(hostfile), ior)
         if shutil.which(command[0], path=env["PATH"]) is None:
             raise ProbeUnavailable(f"{command[0]} is not installed (the toolchain view, PFSLAB_TOOL_PATH or PATH); "

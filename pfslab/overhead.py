@@ -32,7 +32,7 @@ class OverheadError(KitError, RuntimeError):
 
 def choose(lab: dict[str, Any]) -> tuple[dict[str, Any], str, tuple[str, ...]]:
     for tool, operations in CANDIDATES:
-        path = shutil.which(tool, path=tool_search_path())
+        path = shutil.which(tool, path=tool_search_path(lab))
         if path is None:
             continue
         for workload in lab.get("workloads", []):

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, calibration, deviations, labs, machine, references, state
+from pfslab import KIT_ROOT, calibration, deviations, labs, machine, references, state, toolchain
 
 #: How each tool tells its version. IOR and mdtest have no --version: the kit reads
 #: theirs from each output header instead (the parsers keep it per result).
@@ -118,11 +118,14 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
         "git": git_state(),
         "kit_digest": kit_digest(),
         "spack_lock_sha256": sha256(spack_lock) if spack_lock.is_file() else None,
+        # The view the lab's jobs ran their tools from (benchmark.toolchain) and what it holds.
+        "toolchain": {"view": toolchain.view_of(lab), "root": toolchain.root(toolchain.view_of(lab)),
+                      "versions": toolchain.versions(toolchain.view_of(lab))},
         "tools": tool_versions(search_path),
         # What the nodes install beside what the source ran, and every departure from
         # the source the lab file declares (its "kit's choice" notes): the report shows both.
         "filesystem": labs.release(lab),
-        "deviations": [d.to_json() for d in deviations.for_file(lab_file)],
+        "deviations": [d.to_json() for d in [*deviations.for_file(lab_file), *deviations.stated(lab)]],
     }
     (run_dir / "provenance.json").write_text(json.dumps(data, indent=2) + "\n")
     return data

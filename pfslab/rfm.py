@@ -143,7 +143,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             # path (the toolchain view), not where this machine has it.
             tool_path = executable
         else:
-            found = shutil.which(executable, path=tool_search_path())
+            found = shutil.which(executable, path=tool_search_path(self.lab))
             if found is None:
                 self._skip(
                     f"{executable} is not installed: not found in PFSLAB_TOOL_PATH, the toolchain view or PATH "
@@ -173,6 +173,10 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         for name, content in self.rendered.files.items():
             Path(self.stagedir, name).write_text(content)
         self.env_vars.update(launcher.get("env", {}))
+        if inventory is not None:
+            # mpirun from the same view as the tool (benchmark.toolchain): the seed view's
+            # IOR 3.3.0 is built against its Open MPI 4.1.8, not the default view's 5.0.8.
+            self.env_vars["PATH"] = tool_search_path(self.lab)
         self.env_vars["PFSLAB_ROOT"] = str(KIT_ROOT)
         self._write_job(scratch_dir)
         self.keep_files = list(self.rendered.files) + [

@@ -97,9 +97,10 @@ def parse_size(text: str | int) -> int:
     return int(value * _SIZE_SUFFIX[suffix])
 
 
-def format_size(nbytes: int) -> str:
-    """Format a byte count the way benchmark command lines expect (``8m``, ``128g``, ``4k``)."""
-    for suffix in ("p", "t", "g", "m", "k"):
+def format_size(nbytes: int, suffixes: str = "kmgtp") -> str:
+    """Format a byte count the way benchmark command lines expect (``8m``, ``128g``, ``4k``),
+    with the largest of ``suffixes`` that divides it (a tool may read fewer: IOzone's are kmg)."""
+    for suffix in sorted(suffixes, key=lambda s: _SIZE_SUFFIX[s], reverse=True):
         unit = _SIZE_SUFFIX[suffix]
         if nbytes >= unit and nbytes % unit == 0:
             return f"{nbytes // unit}{suffix}"

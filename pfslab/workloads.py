@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, distribution, labs, state
+from pfslab import KIT_ROOT, distribution, ior_options, iozone_options, labs, state
 from pfslab.units import format_size, parse_size
 from pfslab.errors import KitError
 
@@ -225,7 +225,8 @@ def _values(workload: dict[str, Any], sizes: dict[str, Any], threads: int, ctx: 
         values[key] = str(raw) if isinstance(raw, int) else raw
     if "aggregate" in sizes and "file_size" not in sizes:
         per_thread = parse_size(sizes["aggregate"]) // threads
-        values["file_size"] = format_size(per_thread)
+        # IOzone reads k, m and g only (-s 8t would be 8 KiB): its sizes in those.
+        values["file_size"] = iozone_options.size(per_thread) if workload["tool"] == "iozone" else format_size(per_thread)
     if "total_files" in sizes:
         items = int(sizes.get("items", 1))
         dirs = int(sizes["total_files"]) // items // threads
@@ -267,6 +268,10 @@ def render_workload(lab: dict[str, Any], workload: dict[str, Any], case: Case, c
         )
     clients = ctx.clients[: case.nodes] if case.nodes is not None else ctx.clients
     values = {**_lab_values(lab), **_values(workload, sizes, case.threads, ctx, case.nodes)}
+    if workload["tool"] == "ior" and "beegfs_targets" in values and "beegfs_chunk" in values:
+        # BeeGFS striping in the syntax of the IOR the lab runs (its toolchain view).
+        values["beegfs_striping"] = ior_options.beegfs_striping(
+            ior_options.for_lab(lab), values["beegfs_targets"], values["beegfs_chunk"])
     files = {name: render_args((INPUTS_DIR / template).read_text(), values, workload["id"])
              for name, template in workload.get("inputs", {}).items()}
     iterations = iterations_for(workload, case.mode)

@@ -136,3 +136,25 @@ def test_pfslab_lab_deviations_prints_them_with_the_installed_release() -> None:
     assert out[0] == (f"filesystem.beegfs.repo.version = {installed}: the release the nodes install "
                       "(filesystem.version, what the lab's source ran: 7.1.3)")
     assert out[1].startswith('filesystem.version = "7.1.3"  [beegfs-medium.yaml] Table 3. Kit\'s choice: ')
+
+
+def test_pfslab_lab_deviations_prints_the_tool_versions_the_seed_step_and_a_release_the_kit_does_not_choose() -> None:
+    import subprocess
+    import sys
+
+    def deviations_of(lab: str) -> list[str]:
+        return subprocess.run([str(Path(sys.executable).with_name("pfslab")), "lab", "deviations", lab],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+
+    out = deviations_of("pixstor-capex")
+    assert out[0] == ('filesystem.version = "5.0.4-2": what the lab\'s source ran; the nodes run the release their gpfs '
+                      "packages bring (the distribution's or the user's installer, not the kit's to choose), which may differ")
+    versions = [line for line in out if line.startswith("benchmark.toolchain (")]
+    assert [line.split(" = ")[0] for line in versions] == [
+        "benchmark.toolchain (fio)", "benchmark.toolchain (iozone)", "benchmark.toolchain (openmpi)"]
+    assert versions[2].startswith('benchmark.toolchain (openmpi) = "4.1.8"  [spack/spack.yaml] the source ran openmpi 4.0.1; '
+                                  "the lab's seed view (/opt/pfslab/view-seed) runs openmpi 4.1.8: ")
+    # A reproduction runs the seed lab's workloads: the note is that file's.
+    step = [line for line in deviations_of("azure-beegfs-medium") if line.startswith("workloads[ior-n1]")]
+    assert len(step) == 1 and "  [beegfs-medium.yaml] {beegfs_striping} is the seed's" in step[0]
+    assert "(the source's: -w -r -i 3 -d 3 -e -O beegfsNumTargets={beegfs_targets}" in step[0]

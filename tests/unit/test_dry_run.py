@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pfslab import labs, mpi_options, workloads
+from pfslab import ior_options, iozone_options, labs, mpi_options, toolchain, workloads
 
 KIT = Path(__file__).resolve().parents[2]
 REFRAME = KIT / ".venv" / "bin" / "reframe"
@@ -105,7 +105,7 @@ def kit_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The kit with an empty build/: no lab is up in this tree."""
     root = tmp_path_factory.mktemp("kit")
     (root / "build").mkdir()
-    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "terraform"):
+    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "terraform"):
         (root / name).symlink_to(KIT / name)
     return root
 
@@ -280,8 +280,9 @@ TARGETS = {"beegfs-small": 15, "beegfs-small+1": 21, "beegfs-small+2": 27, "beeg
 
 
 def eight_tib_over(threads: int) -> str:
-    """$Size: "An aggregate file size of 8TB was selected which was equally divided among the number of threads"."""
-    return f"{8 // threads}t" if threads <= 8 else f"{8192 // threads}g"
+    """$Size: "An aggregate file size of 8TB was selected which was equally divided among the number of threads",
+    in GiB: IOzone reads k, m and g only (8t would be 8 KiB)."""
+    return f"{8192 // threads}g"
 
 
 def slots(threads: int, clients: int) -> list[str]:
@@ -483,9 +484,9 @@ def test_every_mpi_option_of_every_job_is_accepted_by_every_locked_open_mpi(
 ) -> None:
     """Seed and cloud labs' job scripts: mpirun options against the option list of each
     Open MPI version in spack.lock, --mca / OMPI_MCA_* against its frameworks and built
-    components (spack/openmpi-components.json). A job runs with either view's Open MPI
-    (PFSLAB_VIEW picks the seed view's 4.1.8 or the default view's 5.0.8), so both must
-    accept it."""
+    components (spack/openmpi-components.json). A job runs with its lab's view's Open MPI
+    (benchmark.toolchain: the seed view's 4.1.8 or the default view's 5.0.8), and a lab
+    can be switched to the other view, so both must accept it."""
     builds = mpi_options.locked()
     assert [m.version for m in builds] == mpi_options.versions(), "the lock's Open MPIs and the component list differ"
     problems: dict[str, set[str]] = {}
@@ -504,3 +505,57 @@ def test_every_mpi_option_of_every_job_is_accepted_by_every_locked_open_mpi(
           + ", ".join(f"Open MPI {m.version} fabrics={','.join(sorted(m.fabrics)) or 'none'}" for m in builds))
     assert checked > 100
     assert not problems, "\n".join(f"{p}: {', '.join(sorted(where))}" for p, where in sorted(problems.items()))
+
+
+# ---- every IOR, mdtest and IOzone line is one the tool that runs it reads -----------------
+
+def tool_runs(job: Job, program: str) -> list[list[str]]:
+    return [tokens for tokens in job.runs if any(Path(t).name == program for t in tokens)]
+
+
+def test_every_ior_and_mdtest_line_is_accepted_by_the_ior_its_lab_runs(
+    dry_runs: dict[str, DryRun], remote_dry_runs: dict[str, DryRun],
+) -> None:
+    """Seed and remote labs' job scripts: every ior and mdtest argument against the option
+    table of the IOR release in the lab's toolchain view (spack/ior-options.json, built
+    with the lab's features: BeeGFS striping on BeeGFS labs). 3.3.0's -O beegfsNumTargets
+    under IOR 4.0.0, for one, stops IOR ("Unrecognized parameter")."""
+    problems: dict[str, set[str]] = {}
+    checked: dict[str, int] = {}
+    for run in [*dry_runs.values(), *remote_dry_runs.values()]:
+        lab = labs.load(run.lab)
+        ior = ior_options.for_lab(lab)
+        for job in run.jobs.values():
+            for program in ior_options.TOOLS:
+                for tokens in tool_runs(job, program):
+                    checked[ior.version] = checked.get(ior.version, 0) + 1
+                    for problem in ior_options.check_command(ior, tokens, program):
+                        problems.setdefault(problem, set()).add(run.lab)
+    print(f"\nior and mdtest lines checked, by the IOR release that runs them: {checked}")
+    assert checked.get("3.3.0", 0) > 100 and checked.get("4.0.0", 0) > 20
+    assert not problems, "\n".join(f"{p}: {', '.join(sorted(where))}" for p, where in sorted(problems.items()))
+
+
+def test_every_iozone_size_is_written_with_a_suffix_iozone_reads(
+    dry_runs: dict[str, DryRun], remote_dry_runs: dict[str, DryRun],
+) -> None:
+    problems: dict[str, set[str]] = {}
+    checked = 0
+    for run in [*dry_runs.values(), *remote_dry_runs.values()]:
+        for job in run.jobs.values():
+            for tokens in tool_runs(job, "iozone"):
+                checked += 1
+                for problem in iozone_options.check_args(tokens[1:]):
+                    problems.setdefault(problem, set()).add(run.lab)
+    assert checked > 100
+    assert not problems, "\n".join(f"{p}: {', '.join(sorted(where))}" for p, where in sorted(problems.items()))
+
+
+def test_seed_labs_run_the_seeds_ior_where_the_kit_has_it() -> None:
+    """Seeds 000 and 002 ran IOR and mdtest 3.3.0: their labs, and the reproductions of
+    seed 002, run the seed view's. Part of the lab, so the login node of a remote lab
+    runs them too (it gets the resolved lab, not this machine's environment)."""
+    for name in ["pixstor-capex", *TARGETS, "aws-beegfs-medium", "azure-beegfs-medium"]:
+        lab = labs.load(name)
+        assert toolchain.view_of(lab) == "seed", name
+        assert toolchain.tool_version(lab, "ior") == toolchain.tool_version(lab, "mdtest") == "3.3.0", name

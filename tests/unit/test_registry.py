@@ -98,7 +98,7 @@ def kit_copy(root: Path) -> Path:
     for name in ("labs", "registry", "scripts", "terraform"):
         shutil.copytree(KIT / name, root / name, ignore=ignore, symlinks=True)
     shutil.copy2(KIT / "Makefile", root / "Makefile")
-    for name in ("pfslab", "pyproject.toml", "reframe", ".venv", "requirements.txt"):
+    for name in ("pfslab", "pyproject.toml", "reframe", "spack", ".venv", "requirements.txt"):
         (root / name).symlink_to(KIT / name)
     (root / "build").mkdir()
     return root
