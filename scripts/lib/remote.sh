@@ -37,10 +37,10 @@ remote_target() { printf '%s\n' "$2"; }
 # and the lab's key only (IdentitiesOnly); the nodes without a public address through
 # the login node (ProxyJump); host keys checked under the node's name (HostKeyAlias),
 # strictly once known_hosts has them (pinned from the cloud's console by
-# remote_pin_host_keys, or from the lab file's fingerprints by remote_pin_listed_keys),
-# and always strictly on a lab whose keys are pinned (STRICT=strict): a key is learnt on
-# first use only from existing hosts the lab file pins no key of. The lab address is an
-# alias too: scripts/preflight and job scripts reach nodes by it.
+# remote_pin_host_keys, or from the lab file's pins by remote_pin_listed_keys), and
+# always strictly on a target with a console (STRICT=strict): a key is learnt on first
+# use only from hosts the lab pins no key of. The lab address is an alias too:
+# scripts/preflight and job scripts reach nodes by it.
 # Usage: ssh_config_text INVENTORY SSH_DIR KNOWN_HOSTS_NOW [STRICT]
 #   SSH_DIR is where the config, its known_hosts and (by default) its key live on the
 #   machine that uses it; KNOWN_HOSTS_NOW is the known_hosts file to read here.
@@ -67,20 +67,35 @@ remote_ssh_config() {
   ssh_config_text "$(remote_inv "$lab")" "$dir" "$dir/known_hosts" "$(remote_key_policy "$lab")" >>"$dir/config"
 }
 
-# "strict" when no host key of the lab may be learnt on first use: the target prints
-# every node's keys on a console (target_console), or the lab file pins them
-# (targets.baremetal.host_keys).
+# "strict" when no host key of the lab may be learnt on first use, for any node: the
+# target prints every node's keys on a console (target_console). Existing hosts whose
+# keys the lab pins are checked strictly once remote_pin_listed_keys wrote them, before
+# anything logs in to them.
 remote_key_policy() {
-  local lab=$1
-  remote_use_target "$lab"
-  if declare -F target_console >/dev/null || [[ -n $(remote_pinned_hosts "$lab") ]]; then
-    echo strict
-  fi
+  remote_use_target "$1"
+  if declare -F target_console >/dev/null; then echo strict; fi
 }
 
-# The existing hosts whose host-key fingerprints the lab file lists.
-remote_pinned_hosts() {
-  jq -r '.targets.baremetal.host_keys // {} | keys[]' "$(remote_dir "$1")/lab.json" 2>/dev/null || true
+# Whether the lab file pins its existing hosts' keys.
+remote_pins_keys() {
+  jq -e '.targets.baremetal // {} | has("host_keys") or has("known_hosts_file")' "$(remote_dir "$1")/lab.json" >/dev/null 2>&1
+}
+
+# The host-key fingerprints the lab pins, "NODE FINGERPRINT" a line: those its file
+# lists (targets.baremetal.host_keys) and those of the keys in the known_hosts file the
+# site publishes (targets.baremetal.known_hosts_file: "NODE TYPE KEY" lines).
+remote_pins() {
+  local lab=$1 labjson file name type key
+  labjson=$(remote_dir "$lab")/lab.json
+  jq -r '.targets.baremetal.host_keys // {} | to_entries[] | .key as $n | .value[] | "\($n) \(.)"' "$labjson"
+  file=$(jq -r '.targets.baremetal.known_hosts_file // empty' "$labjson")
+  [[ -n $file ]] || return 0
+  [[ $file == /* ]] || file=$PFSLAB_ROOT/$file
+  [[ -r $file ]] || die "lab $lab: its known_hosts_file $file (targets.baremetal.known_hosts_file) does not exist or cannot be read"
+  while read -r name type key _; do
+    [[ -n $name && $name != \#* ]] || continue
+    printf '%s %s\n' "$name" "$(ssh-keygen -lf - <<<"$type $key" | awk '{print $2}')"
+  done <"$file"
 }
 
 # The nodes reached directly first (the login node), then those behind them: a jump
@@ -95,12 +110,12 @@ remote_nodes_jump_first() {
 # checked first), are kept in known_hosts only when one has a pinned fingerprint.
 # A host whose keys match none is refused before any connection logs in to it.
 remote_pin_listed_keys() {
-  local lab=$1 dir pinned node jump addr scanned line fp kept want missing
-  pinned=$(remote_pinned_hosts "$lab")
-  [[ -n $pinned ]] || return 0
+  local lab=$1 dir pins node jump addr scanned line fp kept want missing
+  remote_pins_keys "$lab" || return 0
+  pins=$(remote_pins "$lab")
   dir=$(remote_dir "$lab")/ssh
-  missing=$(comm -23 <(remote_hosts "$lab" | sort) <(sort <<<"$pinned") | paste -sd' ' -)
-  [[ -z $missing ]] || die "lab $lab pins the host keys of some hosts but not of $missing (targets.baremetal.host_keys): list every host's fingerprint, or none"
+  missing=$(comm -23 <(remote_hosts "$lab" | sort) <(awk '{print $1}' <<<"$pins" | sort -u) | paste -sd' ' -)
+  [[ -z $missing ]] || die "lab $lab pins the host keys of some hosts but not of $missing (targets.baremetal.host_keys, known_hosts_file): pin every host's key, or none"
   for node in $(remote_nodes_jump_first "$lab"); do
     grep -q "^$node " "$dir/known_hosts" 2>/dev/null && continue
     is_existing_host "$lab" "$node" || continue
@@ -119,14 +134,14 @@ remote_pin_listed_keys() {
       die "$(remote_diagnose "$lab" "$node" "$scanned")"
     fi
     kept=""
-    want=$(jq -r --arg n "$node" '.targets.baremetal.host_keys[$n][]' "$(remote_dir "$lab")/lab.json")
+    want=$(awk -v n="$node" '$1 == n {print $2}' <<<"$pins")
     while read -r line; do
       [[ -n $line && $line != \#* ]] || continue
       fp=$(ssh-keygen -lf - <<<"$line" 2>/dev/null | awk '{print $2}')
       if grep -qxF -- "$fp" <<<"$want"; then kept+="$node ${line#* }"$'\n'; fi
     done <<<"$scanned"
     if [[ -z $kept ]]; then
-      die "host $node ($addr${jump:+, through $jump}) presents host keys $(while read -r line; do ssh-keygen -lf - <<<"$line" 2>/dev/null | awk '{printf "%s ", $2}'; done <<<"$scanned")that lab $lab does not pin (targets.baremetal.host_keys.$node: $(paste -sd' ' - <<<"$want")); nothing was sent to it. Another machine may be answering at its address; if the host was reinstalled, put its new fingerprint (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it) in the lab file"
+      die "host $node ($addr${jump:+, through $jump}) presents host keys $(while read -r line; do ssh-keygen -lf - <<<"$line" 2>/dev/null | awk '{printf "%s ", $2}'; done <<<"$scanned")that lab $lab does not pin (for $node: $(paste -sd' ' - <<<"$want")); nothing was sent to it. Another machine may be answering at its address; if the host was reinstalled, pin its new key (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it, in targets.baremetal.host_keys or the known_hosts_file)"
     fi
     printf '%s' "$kept" >>"$dir/known_hosts"
     chmod 600 "$dir/known_hosts"

@@ -15,12 +15,7 @@ load ../lib/skip-file
 load ../lib/timed
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-# The hosts (scripts/hosts) are those of lab hosts-cephfs; the lab brought up on them is
-# a copy of it that pins their host keys by fingerprint, as a site's engineer writes
-# them into the lab file from the hosts' records (written by setup_file, removed by
-# teardown_file): every connection of the kit to them checks keys strictly.
-HOSTS=hosts-cephfs
-LAB=hosts-cephfs-pinned
+LAB=hosts-cephfs
 
 setup_file() {
   [[ $(id -u) -eq 0 ]] || { skip_file "the hosts need root (namespaces, loop devices)"; return 0; }
@@ -30,21 +25,7 @@ setup_file() {
     echo "# lab $(cat "$REPO/build/active-lab") is up in $REPO; this test brings up its own and refuses to share" >&3
     return 1
   fi
-  timed "hosts-up" make -C "$REPO" --no-print-directory hosts-up HOSTS="$HOSTS" >&3 2>&1
-  write_pinned_lab
-}
-
-# The lab file that pins every host's ed25519 key, read from each host.
-write_pinned_lab() {
-  local host
-  {
-    printf '# Written by tests/remote/remote_lab.bats for its run; removed by its teardown.\n'
-    printf 'name: %s\nextends: %s\ntitle: %s\ntargets:\n  baremetal:\n    host_keys:\n' "$LAB" "$HOSTS" \
-      "the hosts of $HOSTS, their SSH host keys pinned"
-    for host in $(hosts_resolved '.targets.baremetal.hosts | keys[]'); do
-      printf '      %s: ["%s"]\n' "$host" "$(hosts_exec "$host" ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub | awk '{print $2}')"
-    done
-  } >"$REPO/labs/$LAB.yaml"
+  timed "hosts-up" make -C "$REPO" --no-print-directory hosts-up HOSTS="$LAB" >&3 2>&1
 }
 
 setup() { skip_when_file_skipped; }
@@ -52,13 +33,11 @@ setup() { skip_when_file_skipped; }
 teardown_file() {
   [[ -z ${PFSLAB_SKIP_FILE:-} ]] || return 0
   "$REPO/scripts/lab" down "$LAB" >/dev/null 2>&1 || true
-  "$REPO/scripts/hosts" down "$HOSTS" >/dev/null 2>&1 || true
-  rm -f "$REPO/labs/$LAB.yaml"
+  "$REPO/scripts/hosts" down "$LAB" >/dev/null 2>&1 || true
 }
 
-hosts_exec() { "$REPO/scripts/hosts" exec "$HOSTS" "$@"; }
-resolved() { "$REPO/.venv/bin/pfslab" lab show "$LAB" | jq -r "$1"; }
-hosts_resolved() { "$REPO/.venv/bin/pfslab" lab show "$HOSTS" --instance | jq -r "$1"; }
+hosts_exec() { "$REPO/scripts/hosts" exec "$LAB" "$@"; }
+resolved() { "$REPO/.venv/bin/pfslab" lab show "$LAB" --instance | jq -r "$1"; }
 lab_up() { run timed "$1" make -C "$REPO" --no-print-directory lab-up LAB="$LAB"; }
 
 # An SSH banner within 5 s from ADDR:PORT (a machine's gateway may accept any TCP
@@ -82,9 +61,9 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   # route of this machine leads into the lab but the login host's /30.
   for other in $(resolved '.targets.baremetal.hosts | to_entries[] | select(.key != "cli0") | .value'); do
     run ip -o route get "$other"
-    refute_output --partial "$(hosts_resolved .instance.login_link)"
+    refute_output --partial "$(resolved .instance.login_link)"
   done
-  run ip -o route show dev "$(hosts_resolved .instance.login_link)"
+  run ip -o route show dev "$(resolved .instance.login_link)"
   assert_output --regexp "^[0-9.]+/30 "
   # Hosts reach each other on the lab's subnet.
   run hosts_exec cli1 bash -c 'exec 3<>/dev/tcp/10.97.0.10/22 && head -c 4 <&3'
@@ -125,17 +104,21 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
 }
 
 @test "an impostor at the login host's address (another host key than the pinned one) is refused before anything is sent" {
+  # The hosts' keys as their provider recorded them: the lab pins them (known_hosts_file).
+  run cut -d' ' -f1 "$REPO/$(resolved .targets.baremetal.known_hosts_file)"
+  assert_line cli0
+  assert_line osd1
   # The login host's keys replaced: to the kit it is another machine answering there.
   hosts_exec cli0 sh -c 'mkdir -p /root/keys.away && mv /etc/ssh/ssh_host_* /root/keys.away/ && ssh-keygen -A >/dev/null'
-  "$REPO/scripts/hosts" stop-sshd "$HOSTS" cli0
-  "$REPO/scripts/hosts" up "$HOSTS" >/dev/null
+  "$REPO/scripts/hosts" stop-sshd "$LAB" cli0
+  "$REPO/scripts/hosts" up "$LAB" >/dev/null
   lab_up "lab-up (an impostor login host)"
   hosts_exec cli0 sh -c 'rm -f /etc/ssh/ssh_host_* && mv /root/keys.away/* /etc/ssh/ && rmdir /root/keys.away'
-  "$REPO/scripts/hosts" stop-sshd "$HOSTS" cli0
-  "$REPO/scripts/hosts" up "$HOSTS" >/dev/null
+  "$REPO/scripts/hosts" stop-sshd "$LAB" cli0
+  "$REPO/scripts/hosts" up "$LAB" >/dev/null
   assert_failure 2
-  assert_line --regexp "^\[lab\] error: host cli0 \(10\.96\.0\.2\) presents host keys (SHA256:[^ ]+ )+that lab $LAB does not pin \(targets\.baremetal\.host_keys\.cli0: SHA256:[^ ]+\); nothing was sent to it\. "
-  # Nothing reached any host: no node config, no kit state, no key of the lab learnt.
+  assert_line --regexp "^\[lab\] error: host cli0 \(10\.96\.0\.2\) presents host keys (SHA256:[^ ]+ )+that lab $LAB does not pin \(for cli0: SHA256:[^)]+\); nothing was sent to it\. "
+  # Nothing reached any host: no node config, no kit state, no key of cli0 learnt.
   for host in cli0 mon0; do
     run hosts_exec "$host" sh -c 'ls /etc/pfslab/node.json /opt/pfslab/build/'"$LAB"' 2>/dev/null'
     assert_output ""
@@ -148,15 +131,15 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   lab_up "lab-up (osd1 refuses the key)"
   hosts_exec osd1 sh -c 'mv /root/.ssh/authorized_keys.away /root/.ssh/authorized_keys'
   assert_failure 2
-  assert_line --regexp "^\[lab\] error: host osd1 \(10\.97\.0\.12, through cli0\) refuses the lab's key .*/build/hosts/$HOSTS/ssh/id_ed25519 for root \(Permission denied\): authorise .*id_ed25519\.pub in ~root/\.ssh/authorized_keys on it, then run 'make lab-up LAB=$LAB' again \(it resumes\)$"
+  assert_line --regexp "^\[lab\] error: host osd1 \(10\.97\.0\.12, through cli0\) refuses the lab's key .*/build/hosts/$LAB/ssh/id_ed25519 for root \(Permission denied\): authorise .*id_ed25519\.pub in ~root/\.ssh/authorized_keys on it, then run 'make lab-up LAB=$LAB' again \(it resumes\)$"
   run hosts_exec mon0 test -e /etc/pfslab/node.json
   assert_failure
 }
 
 @test "a host whose sshd is down: one line naming it, what to do" {
-  "$REPO/scripts/hosts" stop-sshd "$HOSTS" osd0
+  "$REPO/scripts/hosts" stop-sshd "$LAB" osd0
   lab_up "lab-up (osd0's sshd down)"
-  "$REPO/scripts/hosts" up "$HOSTS" >/dev/null
+  "$REPO/scripts/hosts" up "$LAB" >/dev/null
   assert_failure 2
   assert_line "[lab] error: host osd0 (10.97.0.11, through cli0): nothing accepts SSH connections on port 22 (connection refused: its sshd is not running); start sshd on it, then run 'make lab-up LAB=$LAB' again (it resumes)"
 }
@@ -167,7 +150,7 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   pid=$!
   # osd1 restarts while the lab starts its roles (its first OSD step has begun).
   timeout 600 bash -c "until grep -q 'phase [0-9]*: ceph-osd up on osd1' '$log'; do sleep 0.5; done"
-  "$REPO/scripts/hosts" restart "$HOSTS" osd1
+  "$REPO/scripts/hosts" restart "$LAB" osd1
   local rc=0
   wait "$pid" || rc=$?
   cat "$log" >&3
@@ -236,7 +219,7 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   # Once fio has finished (its figures are on the login host), cli1 dies during IOzone.
   timeout 600 bash -c "until grep -qE '\) (ok|FAIL) Fio ' '$log'; do sleep 0.5; done"
   sleep 3
-  "$REPO/scripts/hosts" poweroff "$HOSTS" cli1
+  "$REPO/scripts/hosts" poweroff "$LAB" cli1
   local rc=0
   wait "$pid" || rc=$?
   cat "$log" >&3
@@ -251,7 +234,7 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   # The tests that finished before the fault kept their figures.
   run jq '[.runs[].testcases[] | select(.perfvalues != null and (.perfvalues | length) > 0)] | length' "$run_dir/report.json"
   [ "$output" -ge 1 ]
-  "$REPO/scripts/hosts" up "$HOSTS" >/dev/null
+  "$REPO/scripts/hosts" up "$LAB" >/dev/null
 }
 
 @test "lab-down stops the roles and leaves the hosts as it found them" {
@@ -260,7 +243,7 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   assert_success
   local host
   for host in mon0 osd0 osd1 cli0 cli1; do
-    run hosts_exec "$host" sh -c 'ls /etc/pfslab/node.json /var/lib/pfslab /run/pfslab /etc/profile.d/pfslab.sh /opt/pfslab/build/'"$LAB"' 2>/dev/null; grep -c pfslab-inner /root/.ssh/authorized_keys; grep -c "pfslab hosts of lab" /etc/hosts; ps -eo comm | grep -E "^ceph-(mon|osd|mds|mgr|fuse)$"'
+    run hosts_exec "$host" sh -c 'ls /etc/pfslab/node.json /var/lib/pfslab /run/pfslab /etc/profile.d/pfslab.sh /opt/pfslab/build/hosts-cephfs 2>/dev/null; grep -c pfslab-inner /root/.ssh/authorized_keys; grep -c "pfslab hosts of lab" /etc/hosts; ps -eo comm | grep -E "^ceph-(mon|osd|mds|mgr|fuse)$"'
     assert_output "0
 0"
   done
@@ -268,29 +251,29 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
 }
 
 @test "hosts-down leaves nothing of the hosts" {
-  run timed "hosts-down" make -C "$REPO" --no-print-directory hosts-down HOSTS="$HOSTS"
+  run timed "hosts-down" make -C "$REPO" --no-print-directory hosts-down HOSTS="$LAB"
   echo "$output" >&3
   assert_success
-  [ ! -e "$REPO/build/hosts/$HOSTS" ]
-  run bash -c "ip netns list | grep -c $(jq -r .instance.netns_prefix <("$REPO/.venv/bin/pfslab" lab show "$HOSTS" --instance)) || true"
+  [ ! -e "$REPO/build/hosts/$LAB" ]
+  run bash -c "ip netns list | grep -c $(jq -r .instance.netns_prefix <("$REPO/.venv/bin/pfslab" lab show "$LAB" --instance)) || true"
   assert_output 0
 }
 
 @test "hosts-down after a hosts-up killed part way, and run twice, leaves nothing" {
   local pid prefix
-  prefix=$(hosts_resolved .instance.netns_prefix)
-  "$REPO/scripts/hosts" up "$HOSTS" >"$BATS_FILE_TMPDIR/up-killed.log" 2>&1 &
+  prefix=$("$REPO/.venv/bin/pfslab" lab show "$LAB" --instance | jq -r .instance.netns_prefix)
+  "$REPO/scripts/hosts" up "$LAB" >"$BATS_FILE_TMPDIR/up-killed.log" 2>&1 &
   pid=$!
   # Killed once some hosts run (the images are cached by now).
   timeout 120 bash -c "until grep -q 'host osd0 is up' '$BATS_FILE_TMPDIR/up-killed.log'; do sleep 0.2; done"
   kill -KILL "$pid"
   wait "$pid" || true
-  run "$REPO/scripts/hosts" down "$HOSTS"
+  run "$REPO/scripts/hosts" down "$LAB"
   assert_success
   assert_output --partial "nothing is left"
-  run "$REPO/scripts/hosts" down "$HOSTS"
+  run "$REPO/scripts/hosts" down "$LAB"
   assert_success
-  run bash -c "ip netns list | grep -c '^$prefix-h' ; losetup -a | grep -c 'build/hosts/$HOSTS' ; ls '$REPO/build/hosts/$HOSTS' 2>/dev/null | wc -l"
+  run bash -c "ip netns list | grep -c '^$prefix-h' ; losetup -a | grep -c 'build/hosts/$LAB' ; ls '$REPO/build/hosts/$LAB' 2>/dev/null | wc -l"
   assert_output "0
 0
 0"
