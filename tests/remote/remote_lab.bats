@@ -26,6 +26,33 @@ setup_file() {
     return 1
   fi
   timed "hosts-up" make -C "$REPO" --no-print-directory hosts-up HOSTS="$LAB" >&3 2>&1
+  local host
+  for host in $(hosts); do host_listing "$host" >"$BATS_FILE_TMPDIR/before-$host"; done
+}
+
+hosts() { "$REPO/.venv/bin/pfslab" lab show "$LAB" | jq -r '.targets.baremetal.hosts | keys[]'; }
+
+# What a host holds, as the test compares it before lab-up and after lab-down: every
+# file under /etc, /var/lib, /opt and /run (type, mode, owner; /etc's contents too),
+# the signatures on its data disks, its mounts and its processes. The README's safety
+# text says what may differ (docs/safety.md, "What stays on existing hosts").
+host_listing() {
+  hosts_exec "$1" sh -c '
+    find /etc /var/lib /opt /run -xdev -printf "%y %m %U %p\n" 2>/dev/null
+    find /etc -xdev -type f -exec sha1sum {} + 2>/dev/null | sed "s/^/content /"
+    for d in /dev/vd[b-z]; do [ -b "$d" ] && echo "disk $d $(blkid -p -o export "$d" 2>/dev/null | grep -E "^(TYPE|PTTYPE|LABEL)=" | sort | tr "\n" " ")"; done
+    awk "{print \"mount \" \$2}" /proc/self/mounts
+    ps -eo comm= | sed "s/^/process /"' | sort -u
+}
+
+# The listing less what the README says stays or is the host's own doing: the kit
+# under /opt/pfslab (brought in step with this checkout, as images carry it), what the
+# host's own processes keep in /run (pid files, sockets), and the commands of the
+# listing itself.
+comparable() {
+  grep -vE '^(. [0-7]+ [0-9]+ |content [0-9a-f]+  )/opt/pfslab(/|$)' "$1" |
+    grep -vE '^. [0-7]+ [0-9]+ /run/(sshd|sshd\.pid|utmp)$' |
+    grep -vE '^process (sh|find|sort|ps|sed|awk|blkid|sha1sum|grep|tr)$'
 }
 
 setup() { skip_when_file_skipped; }
@@ -241,6 +268,14 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   run timed "lab-down" make -C "$REPO" --no-print-directory lab-down
   echo "$output" >&3
   assert_success
+  # Every host compared with itself before lab-up: nothing of the lab's is left.
+  local host left=""
+  for host in $(hosts); do
+    host_listing "$host" >"$BATS_FILE_TMPDIR/after-$host"
+    left+=$(diff <(comparable "$BATS_FILE_TMPDIR/before-$host") <(comparable "$BATS_FILE_TMPDIR/after-$host") | sed -n "s/^[<>] /$host: &/p")
+  done
+  echo "${left:-# every host as found}" | head -n 60 >&3
+  assert_equal "$left" ""
   local host
   for host in mon0 osd0 osd1 cli0 cli1; do
     run hosts_exec "$host" sh -c 'ls /etc/pfslab/node.json /var/lib/pfslab /run/pfslab /etc/profile.d/pfslab.sh /opt/pfslab/build/hosts-cephfs 2>/dev/null; grep -c pfslab-inner /root/.ssh/authorized_keys; grep -c "pfslab hosts of lab" /etc/hosts; ps -eo comm | grep -E "^ceph-(mon|osd|mds|mgr|fuse)$"'
