@@ -182,19 +182,38 @@ claim_device() {
   die "$dev holds ${found//;/, }; refusing to $action (list it in the lab's node_groups[].wipe_devices if it may be erased)"
 }
 
-# The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in controller order.
+# The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in device order.
 # The kernel's scan order is not the slot order (seed 002, A.4), so drives are chosen
 # by the NUMA node sysfs reports, as the seed's check command reads it.
 nvme_on_numa() {
-  local want=$1 ctrl numa name
+  local want=$1 ctrl numa
   for ctrl in "$(sysroot /sys/class/nvme)"/nvme*; do
     [[ -e $ctrl ]] || continue
-    name=$(basename "$ctrl")
     numa=$(cat "$ctrl/device/numa_node" 2>/dev/null || cat "$ctrl/numa_node" 2>/dev/null || echo -1)
     # A single-socket machine reports -1: everything is on node 0.
     ((numa < 0)) && numa=0
-    ((numa == want)) && echo "${name#nvme}"
-  done | sort -n | sed 's|^|/dev/nvme|; s|$|n1|' | grep -vxF -f <(system_disks; echo /nonexistent) || true
+    ((numa == want)) && nvme_ctrl_namespace "$ctrl"
+  done | sort -un | sed 's|^|/dev/nvme|; s|$|n1|' | grep -vxF -f <(system_disks; echo /nonexistent) || true
+}
+
+# The number X of the block device /dev/nvmeXn1 of controller CTRL's first namespace
+# (a /sys/class/nvme/nvmeK directory). Without multipath it is the controller's own
+# (nvmeKn1). With native NVMe multipath the controller's entry is a path, nvmeXcKn1,
+# and the block device is the subsystem's, nvmeXn1: X is not K when the numbers of
+# controllers and subsystems differ (two paths to one drive, fabrics, a re-scan).
+nvme_ctrl_namespace() {
+  local ctrl=$1 entry name
+  for entry in "$ctrl"/nvme*n1; do
+    [[ -e $entry ]] || continue
+    name=$(basename "$entry")
+    if [[ $name =~ ^nvme([0-9]+)(c[0-9]+)?n1$ ]]; then
+      echo "${BASH_REMATCH[1]}"
+      return 0
+    fi
+  done
+  # No namespace listed under the controller: its own number names it.
+  name=$(basename "$ctrl")
+  echo "${name#nvme}"
 }
 
 # The LBA format index of an NVMe namespace whose data size is $2 bytes (no metadata),
