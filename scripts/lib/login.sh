@@ -41,7 +41,9 @@ remote_kit_sync() {
     [[ $have == "$want" ]] && continue
     log "the kit on $node (${have:0:12}${have:+ }at $REMOTE_ROOT) is not this checkout's (${want:0:12}): unpacking this checkout's there"
     if [[ -z $archive ]]; then
-      archive=$(mktemp)
+      # In the lab's state, not /tmp: a sync stopped part way (remote_timed) leaves it
+      # where lab-down removes it.
+      archive=$(mktemp "$(remote_dir "$lab")/kit-sync.XXXXXX")
       kit_archive "$archive"
       sum=$(sha256sum <"$archive")
       sum=${sum%% *}

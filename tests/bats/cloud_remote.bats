@@ -373,6 +373,8 @@ esac'
   assert_output --partial "[remote] error: copying this checkout's kit on node mon0 of lab aws-cephfs did not finish within 1s, its limit; if it needs longer, run the command again with PFSLAB_COPY_TIMEOUT=<seconds> in its environment (default 600)"
   ((SECONDS < 20))
   [ -z "$(calls ssh | grep 'bash -s sync')" ]
+  # The archive it was sending stays with the lab's state (lab-down removes it).
+  compgen -G "$LAB/kit-sync.*" >/dev/null
 }
 
 @test "a limit that is not a number of seconds is refused in one line" {
