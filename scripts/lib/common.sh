@@ -14,6 +14,46 @@ die() {
   exit 2
 }
 
+# One command at a time changes or measures a lab (lab-up, lab-down, calibrate, bench):
+# two at once would run Terraform on one state, restart daemons under a run, or mix
+# two runs' figures. The lock is held by a helper process (flock on build/<lab>/lock)
+# that lives as long as this command, so daemons the command starts never inherit it,
+# and one that died (even by SIGKILL) holds nothing: a stale lock never blocks.
+# Usage: lock_lab LAB WHAT  (WHAT names the command in the refusal others get)
+# Returns 1, printing nothing, when another command holds the lock (lab_lock_holder
+# says which); call it where build/<lab> is made anyway.
+lock_lab() {
+  local lab=$1 what=$2 file answer=""
+  require_cmd flock tail
+  file=$PFSLAB_ROOT/build/$lab/lock
+  mkdir -p "${file%/*}"
+  # <> opens without truncating: the holder's line stays readable while it runs.
+  read -r answer < <(
+    exec 9<>"$file"
+    # The holder of a command that just ended lets go within its poll (0.2 s): a
+    # command run right after it waits for that rather than being refused.
+    flock -w 2 9 || { echo busy; exit 0; }
+    printf '%s %s %s\n' "$$" "$(date -u +%H:%M:%S)" "$what" >"$file"
+    echo ok
+    # tail holds the lock (fd 9) until this command's process is gone.
+    exec tail --pid="$$" -s 0.2 -f /dev/null >/dev/null 2>&1
+  ) || true
+  [[ $answer == ok ]]
+}
+
+# "WHAT (pid PID, since HH:MM:SS UTC)" of the command holding lab LAB's lock.
+lab_lock_holder() {
+  local pid since what
+  read -r pid since what <"$PFSLAB_ROOT/build/$1/lock" 2>/dev/null || true
+  printf '%s (pid %s, since %s UTC)\n' "${what:-another command}" "${pid:-?}" "${since:-?}"
+}
+
+# lock_lab, or one line naming the command that holds the lab.
+lock_lab_or_die() {
+  lock_lab "$1" "$2" ||
+    die "lab $1 is busy: its $(lab_lock_holder "$1") is still running; wait for it to end (or end it), then run this again"
+}
+
 require_root() {
   [[ $(id -u) -eq 0 ]] || die "$1 needs root (it creates network namespaces, mounts and daemons); run it as root or with sudo"
 }

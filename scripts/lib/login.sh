@@ -32,7 +32,7 @@ login_key_mark() { echo "pfslab-inner lab=$1 instance=$(jq -r '.instance.id // "
 # is used), and its sha256 goes on the command line: install-kit.sh refuses an archive
 # that differs before it unpacks anything.
 remote_kit_sync() {
-  local lab=$1 want archive="" sum="" node have dir
+  local lab=$1 want archive="" sum="" node have dir opts
   # shellcheck source=scripts/lib/images.sh
   source "$PFSLAB_ROOT/scripts/lib/images.sh"
   want=$(image_digest)
@@ -41,15 +41,21 @@ remote_kit_sync() {
     [[ $have == "$want" ]] && continue
     log "the kit on $node (${have:0:12}${have:+ }at $REMOTE_ROOT) is not this checkout's (${want:0:12}): unpacking this checkout's there"
     if [[ -z $archive ]]; then
-      archive=$(mktemp)
+      # In the lab's state, not /tmp: a sync stopped part way (remote_timed) leaves it
+      # where lab-down removes it.
+      archive=$(mktemp "$(remote_dir "$lab")/kit-sync.XXXXXX")
       kit_archive "$archive"
       sum=$(sha256sum <"$archive")
       sum=${sum%% *}
     fi
     # Only a name (random, made here); the node's mkdir creates it or fails.
     dir=$(mktemp -u /tmp/pfslab-kit-sync.XXXXXXXXXXXX)
-    if ! remote_ssh_in "$lab" "$node" "umask 077 && mkdir '$dir' && cat >'$dir/kit.tar.gz'" <"$archive" ||
-      ! remote_ssh_in "$lab" "$node" "PFSLAB_KIT_ARCHIVE='$dir/kit.tar.gz' KIT='$REMOTE_ROOT' bash -s sync $want $sum; rc=\$?; rm -rf '$dir'; exit \$rc" \
+    mapfile -t opts < <(remote_opts "$lab")
+    # shellcheck disable=SC2029 # the commands are meant to run on the node
+    if ! remote_timed "$lab" "$node" "copying this checkout's kit" PFSLAB_COPY_TIMEOUT 600 \
+      ssh "${opts[@]}" "$(remote_target "$lab" "$node")" "umask 077 && mkdir '$dir' && cat >'$dir/kit.tar.gz'" <"$archive" ||
+      ! remote_timed "$lab" "$node" "unpacking this checkout's kit" PFSLAB_COPY_TIMEOUT 600 \
+        ssh "${opts[@]}" "$(remote_target "$lab" "$node")" "PFSLAB_KIT_ARCHIVE='$dir/kit.tar.gz' KIT='$REMOTE_ROOT' bash -s sync $want $sum; rc=\$?; rm -rf '$dir'; exit \$rc" \
         <"$PFSLAB_ROOT/packer/scripts/install-kit.sh" >&2; then
       rm -f "$archive"
       die "could not unpack this checkout's kit on $node of lab $lab; see the lines above"

@@ -10,7 +10,9 @@
 # build/<lab>/ssh/. Sourced after common.sh; defines functions only.
 #
 # Environment: PFSLAB_BUILD (default <kit>/build), PFSLAB_REMOTE_ROOT (the kit on the
-# nodes, default /opt/pfslab), PFSLAB_BOOT_TIMEOUT (seconds, default 1200).
+# nodes, default /opt/pfslab), PFSLAB_BOOT_TIMEOUT (seconds, default 1200),
+# PFSLAB_ROLE_STEP_TIMEOUT (seconds one role step may take on a node, default 1800) and
+# PFSLAB_COPY_TIMEOUT (seconds one copy to a node may take, default 600): see remote_timed.
 
 # shellcheck source=scripts/lib/cluster-files.sh
 source "$PFSLAB_ROOT/scripts/lib/cluster-files.sh"
@@ -274,10 +276,33 @@ remote_step_failed() {
   die "$what failed on $node of lab $lab (exit status $rc; its output is above); fix it, then run 'make lab-up LAB=$lab' again"
 }
 
+# A step on a node, bounded in time: a node, network or role that hangs would otherwise
+# hold lab-up (and the lab's lock) forever. One that runs out is stopped here (its ssh or
+# scp; what it started on the node may still finish there) and named in one line: node,
+# step, the limit and the variable that raises it; exit 2.
+# Usage: remote_timed LAB NODE WHAT LIMIT_VAR DEFAULT COMMAND...  (an external command)
+# The defaults are generous on purpose: a role step may legitimately run long (an OSD's
+# mkfs, formatting BeeGFS targets, RAID initialisation on large drives: 30 min), a copy
+# moves only keys, configs or the kit's archive (10 min even on a slow link).
+remote_timed() {
+  local lab=$1 node=$2 what=$3 var=$4 default=$5 limit start=$SECONDS rc=0
+  limit=${!var:-$default}
+  shift 5
+  [[ $limit =~ ^[1-9][0-9]*$ ]] || die "$var=$limit is not allowed; give a number of seconds above 0 (default $default)"
+  # --foreground: Ctrl-C still reaches ssh; -k: one that ignores TERM is killed.
+  timeout --foreground -k 30 "$limit" "$@" || rc=$?
+  if ((rc == 124 || rc == 137)) && ((SECONDS - start >= limit)); then
+    die "$what on node $node of lab $lab did not finish within ${limit}s, its limit; if it needs longer, run the command again with $var=<seconds> in its environment (default $default)"
+  fi
+  return "$rc"
+}
+
 # A role step on a node, with its node config: remote_role LAB NODE FAMILY ACTION COMPONENT
 remote_role() {
-  local lab=$1 node=$2 family=$3 action=$4 component=$5
-  remote_ssh "$lab" "$node" "PFSLAB_NODE_CONFIG=$REMOTE_CONFIG $REMOTE_ROOT/scripts/roles/$family $action $component"
+  local lab=$1 node=$2 family=$3 action=$4 component=$5 opts
+  mapfile -t opts < <(remote_opts "$lab")
+  remote_timed "$lab" "$node" "role step '$family $action $component'" PFSLAB_ROLE_STEP_TIMEOUT 1800 \
+    ssh -n "${opts[@]}" "$(remote_target "$lab" "$node")" "PFSLAB_NODE_CONFIG=$REMOTE_CONFIG $REMOTE_ROOT/scripts/roles/$family $action $component"
 }
 
 remote_nodes() { jq -r '.nodes[].name' "$(remote_inv "$1")"; }
@@ -378,7 +403,8 @@ remote_copy_cluster() {
     for file in "${files[@]}"; do srcs+=("$(remote_target "$lab" "$boot"):$path/$file"); done
     remote_ssh "$lab" "$node" "mkdir -p '$path' && chmod 700 '$path'" ||
       die "cannot create $path on node $node of lab $lab"
-    scp -3 -q -p "${opts[@]}" "${srcs[@]}" "$(remote_target "$lab" "$node"):$path/" ||
+    remote_timed "$lab" "$node" "copying the cluster files from $boot" PFSLAB_COPY_TIMEOUT 600 \
+      scp -3 -q -p "${opts[@]}" "${srcs[@]}" "$(remote_target "$lab" "$node"):$path/" ||
       die "copying the cluster files from $boot to $node failed"
     log "copied to $node what its roles use: ${files[*]}"
   done
@@ -407,7 +433,8 @@ remote_stop_phases() {
   for ((i = count - 1; i >= 0; i--)); do
     while read -r node role; do
       [[ -n $node ]] || continue
-      remote_role "$lab" "$node" "${role%%-*}" stop "${role#*-}" >&2 || log "could not stop $role on $node (ignored)"
+      # In a subshell: a stop that runs out of time is named, and the others still run.
+      (remote_role "$lab" "$node" "${role%%-*}" stop "${role#*-}") >&2 || log "could not stop $role on $node (ignored)"
     done < <(jq -r --argjson i "$i" '.phases[$i][] | "\(.node) \(.role)"' "$inv")
   done
 }

@@ -108,28 +108,47 @@ system_disks() {
   done | sort -u
 }
 
-# The disks under a block device (itself for a disk, its disk for a partition).
-disks_of() { lsblk -nsro NAME,TYPE "$(readlink -f "$1")" 2>/dev/null | awk '$2 == "disk" {print "/dev/" $1}' | sort -u; }
+# The output of a probe of device DEV: COMMAND... run as given. A probe that fails (the
+# command missing, a column this util-linux lacks, any error) says nothing about the
+# device, and its empty output would read as blank: one line naming why, exit 2.
+probe_device() {
+  local dev=$1 err out rc=0 why
+  shift
+  command -v "$1" >/dev/null || die "cannot tell whether $dev holds data: $1 is missing (install util-linux)"
+  err=$(mktemp)
+  out=$("$@" 2>"$err") || rc=$?
+  why=$(grep -m 1 . "$err" || true)
+  rm -f "$err"
+  ((rc == 0)) || die "cannot tell whether $dev holds data: '$*' failed: ${why:-exit status $rc}"
+  printf '%s\n' "$out"
+}
 
 # What writing a block device would destroy, as words for a message (empty: it is blank):
 # the running system, mounts, holders (RAID, LVM, dm), partitions and any signature
 # (file system, partition table, LVM label, md superblock). Files and missing paths
-# (the bats tests' scratch devices) are blank.
+# (the bats tests' scratch devices) are blank. A probe that fails ends it (exit 2).
 device_contents() {
   local dev found=() what
   dev=$(readlink -f "$1")
   [[ -b $dev ]] || return 0
-  if [[ -n $(comm -12 <(disks_of "$dev") <(system_disks)) ]]; then
-    found+=("the running system (the disk of /, /boot or swap)")
+  # The disks under it (itself for a disk, its disk for a partition).
+  what=$(probe_device "$dev" lsblk -nsro NAME,TYPE "$dev") || exit 2
+  # The system's disk is refused whatever else it holds: nothing more is asked of it.
+  if [[ -n $(comm -12 <(awk '$2 == "disk" {print "/dev/" $1}' <<<"$what" | sort -u) <(system_disks)) ]]; then
+    echo "the running system (the disk of /, /boot or swap)"
+    return 0
   fi
-  what=$(lsblk -nro MOUNTPOINTS "$dev" 2>/dev/null | sed '/^$/d' | sort -u | paste -sd' ' -)
+  what=$(probe_device "$dev" lsblk -nro MOUNTPOINTS "$dev") || exit 2
+  what=$(sed '/^$/d' <<<"$what" | sort -u | paste -sd' ' -)
   [[ -z $what ]] || found+=("mounted file systems ($what)")
   what=$(find "/sys/class/block/$(basename "$dev")/holders" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
   [[ -z $what ]] || found+=("holders (${what% })")
-  what=$(lsblk -nro NAME,TYPE "$dev" 2>/dev/null | awk '$2 == "part" {print $1}' | paste -sd' ' -)
+  what=$(probe_device "$dev" lsblk -nro NAME,TYPE "$dev") || exit 2
+  what=$(awk '$2 == "part" {print $1}' <<<"$what" | paste -sd' ' -)
   [[ -z $what ]] || found+=("partitions ($what)")
   # wipefs without options only lists the signatures it sees.
-  what=$(wipefs --noheadings --output TYPE "$dev" 2>/dev/null | sort -u | paste -sd' ' -)
+  what=$(probe_device "$dev" wipefs --noheadings --output TYPE "$dev") || exit 2
+  what=$(sed '/^$/d' <<<"$what" | sort -u | paste -sd' ' -)
   [[ -z $what ]] || found+=("signatures ($what)")
   local IFS=';'
   echo "${found[*]}"
@@ -151,7 +170,7 @@ wipe_listed() {
 # under the system or a mount is never what listing meant).
 claim_device() {
   local dev=$1 action=$2 found
-  found=$(device_contents "$dev")
+  found=$(device_contents "$dev") || exit 2
   [[ -z $found ]] && return 0
   if [[ $found == *"the running system"* || $found == *"mounted file systems"* ]]; then
     die "$dev holds ${found//;/, }; refusing to $action: it is in use (wipe_devices never covers the system's disk or a mounted device; unmount it first)"
@@ -163,19 +182,38 @@ claim_device() {
   die "$dev holds ${found//;/, }; refusing to $action (list it in the lab's node_groups[].wipe_devices if it may be erased)"
 }
 
-# The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in controller order.
+# The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in device order.
 # The kernel's scan order is not the slot order (seed 002, A.4), so drives are chosen
 # by the NUMA node sysfs reports, as the seed's check command reads it.
 nvme_on_numa() {
-  local want=$1 ctrl numa name
+  local want=$1 ctrl numa
   for ctrl in "$(sysroot /sys/class/nvme)"/nvme*; do
     [[ -e $ctrl ]] || continue
-    name=$(basename "$ctrl")
     numa=$(cat "$ctrl/device/numa_node" 2>/dev/null || cat "$ctrl/numa_node" 2>/dev/null || echo -1)
     # A single-socket machine reports -1: everything is on node 0.
     ((numa < 0)) && numa=0
-    ((numa == want)) && echo "${name#nvme}"
-  done | sort -n | sed 's|^|/dev/nvme|; s|$|n1|' | grep -vxF -f <(system_disks; echo /nonexistent) || true
+    ((numa == want)) && nvme_ctrl_namespace "$ctrl"
+  done | sort -un | sed 's|^|/dev/nvme|; s|$|n1|' | grep -vxF -f <(system_disks; echo /nonexistent) || true
+}
+
+# The number X of the block device /dev/nvmeXn1 of controller CTRL's first namespace
+# (a /sys/class/nvme/nvmeK directory). Without multipath it is the controller's own
+# (nvmeKn1). With native NVMe multipath the controller's entry is a path, nvmeXcKn1,
+# and the block device is the subsystem's, nvmeXn1: X is not K when the numbers of
+# controllers and subsystems differ (two paths to one drive, fabrics, a re-scan).
+nvme_ctrl_namespace() {
+  local ctrl=$1 entry name
+  for entry in "$ctrl"/nvme*n1; do
+    [[ -e $entry ]] || continue
+    name=$(basename "$entry")
+    if [[ $name =~ ^nvme([0-9]+)(c[0-9]+)?n1$ ]]; then
+      echo "${BASH_REMATCH[1]}"
+      return 0
+    fi
+  done
+  # No namespace listed under the controller: its own number names it.
+  name=$(basename "$ctrl")
+  echo "${name#nvme}"
 }
 
 # The LBA format index of an NVMe namespace whose data size is $2 bytes (no metadata),
@@ -246,15 +284,22 @@ ensure_line() {
   log "added to ${file#"${PFSLAB_SYSROOT:-}"}: $line"
 }
 
-# The file system type on a device, empty when it carries none.
-fs_type_of() { blkid -p -s TYPE -o value "$1" 2>/dev/null || true; }
+# The file system type on a device, empty when it carries none. blkid's exit status 2
+# means it found no signature; any other failure says nothing, so it is refused.
+fs_type_of() {
+  local out rc=0
+  command -v blkid >/dev/null || die "cannot tell whether $1 holds data: blkid is missing (install util-linux)"
+  out=$(blkid -p -s TYPE -o value "$1" 2>/dev/null) || rc=$?
+  ((rc == 0 || rc == 2)) || die "cannot tell whether $1 holds data: 'blkid -p -s TYPE -o value $1' failed (exit status $rc)"
+  [[ -z $out ]] || printf '%s\n' "$out"
+}
 
 # Make a file system on a device unless it already carries one (never reformat data).
 # Usage: mkfs_once DEV FSTYPE [OPTIONS...]
 mkfs_once() {
   local dev=$1 fstype=$2 have
   shift 2
-  have=$(fs_type_of "$dev")
+  have=$(fs_type_of "$dev") || exit 2
   if [[ -n $have ]]; then
     [[ $have == "$fstype" ]] || die "$dev already carries $have, not $fstype; wipe it by hand if it may be lost"
     return 0

@@ -194,8 +194,24 @@ esac'
   [ -s "$COPY/build/aws-nfs/terraform.tfstate" ]
 }
 
-@test "lab-up of an existing-hosts lab: no provider, apply, boot scripts, then the SSH bring-up" {
-  # The hosts already run this kit (cloud_remote.bats tests the kit's unpacking).
+teardown() {
+  [[ -z ${HOLDER:-} ]] || kill "$HOLDER" 2>/dev/null || true
+}
+
+# Another command holding LAB's lock as WHAT (lock_lab itself), until teardown ends it.
+hold_lock() {
+  local lab=$1 what=$2
+  PFSLAB_ROOT=$COPY bash -c 'source "$PFSLAB_ROOT/scripts/lib/common.sh"; lock_lab "$1" "$2" || exit 1; touch "$3"; exec sleep 60' \
+    _ "$lab" "$what" "$BATS_TEST_TMPDIR/held" </dev/null >/dev/null 2>&1 &
+  HOLDER=$!
+  local i
+  for i in $(seq 50); do [[ -e $BATS_TEST_TMPDIR/held ]] && return 0; sleep 0.1; done
+  false
+}
+
+# The shims of an existing-hosts lab that comes up (the hosts already run this kit;
+# cloud_remote.bats tests the kit's unpacking).
+hosts_lab_shims() {
   digest=$(cd "$COPY" && PFSLAB_ROOT="$COPY" bash -c 'source scripts/lib/common.sh; source scripts/lib/images.sh; image_digest')
   shim ssh "[[ \${!#} == *pfslab-manifest* ]] && echo $digest; exit 0"
   shim terraform '
@@ -205,6 +221,10 @@ case " $* " in
   *" output -json inventory"*) printf "%s\n" "{\"lab\":\"baremetal-cephfs-hosts\",\"target\":\"baremetal\",\"ssh\":{\"user\":\"root\"},\"nodes\":[{\"name\":\"mon0\",\"address\":\"192.0.2.10\",\"roles\":[\"ceph-mon\"]}],\"phases\":[[{\"node\":\"mon0\",\"role\":\"ceph-mon\"}]],\"baremetal\":{\"hosts\":{\"mon0\":\"192.0.2.10\"}}}" ;;
   *" output -json boot_scripts"*) printf "%s\n" "{\"mon0\":\"#!/bin/sh\\necho first boot\\n\"}" ;;
 esac'
+}
+
+@test "lab-up of an existing-hosts lab: no provider, apply, boot scripts, then the SSH bring-up" {
+  hosts_lab_shims
   lab up baremetal-cephfs-hosts
   assert_success
   assert_line "[lab] terraform: Apply complete! Resources: 5 added, 0 changed, 0 destroyed."
@@ -220,4 +240,46 @@ echo first boot"
   refute [ -n "$(calls terraform | grep -E 'id_ed25519( |$)')" ]
   assert_equal "$(calls ssh | grep -c 'sh -s$')" 1
   assert_equal "$(cat "$COPY/build/active-lab")" baremetal-cephfs-hosts
+}
+
+@test "a second lab-up of a lab whose lab-up is running is refused in one line naming it; the first is left alone" {
+  hosts_lab_shims
+  hold_lock baremetal-cephfs-hosts lab-up
+  lab up baremetal-cephfs-hosts
+  assert_failure 2
+  assert_output --regexp "^\[lab\] error: lab baremetal-cephfs-hosts is busy: its lab-up \(pid $HOLDER, since [0-9]{2}:[0-9]{2}:[0-9]{2} UTC\) is still running; wait for it to end \(or end it\), then run this again$"
+  refute [ -n "$(calls terraform | grep -E ' (apply|destroy) ')" ]
+  [ -z "$(calls ssh)" ]
+  [ ! -e "$COPY/build/active-lab" ]
+}
+
+@test "lab-down of a lab whose bench is running is refused, naming the bench" {
+  was_up baremetal-cephfs-hosts
+  hold_lock baremetal-cephfs-hosts bench
+  lab down baremetal-cephfs-hosts
+  assert_failure 2
+  assert_output --regexp "^\[lab\] error: lab baremetal-cephfs-hosts is busy: its bench \(pid $HOLDER, since .*\) is still running"
+  [ -z "$(calls terraform)" ]
+  [ -s "$COPY/build/baremetal-cephfs-hosts/terraform.tfstate" ]
+}
+
+@test "a bench of a lab whose lab-up is running is refused, naming the lab-up" {
+  mkdir -p "$COPY/build/aws-nfs"
+  echo aws-nfs >"$COPY/build/active-lab"
+  echo '{"target": "aws"}' >"$COPY/build/aws-nfs/inventory.json"
+  hold_lock aws-nfs lab-up
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" HOME="$HOMEDIR" SHIM_LOG="$SHIM_LOG" PFSLAB_ROOT="$COPY" "$COPY/scripts/bench"
+  assert_failure 2
+  assert_output --regexp "^\[bench\] error: lab aws-nfs is busy: its lab-up \(pid $HOLDER, since .*\) is still running"
+  [ -z "$(calls ssh)" ]
+}
+
+@test "a lock left by a command that is gone does not block the next one" {
+  hosts_lab_shims
+  mkdir -p "$COPY/build/baremetal-cephfs-hosts"
+  # A pid that cannot be running (above pid_max): its holder is gone.
+  echo "4194305 12:00:00 lab-up" >"$COPY/build/baremetal-cephfs-hosts/lock"
+  lab up baremetal-cephfs-hosts
+  assert_success
+  assert_line --regexp "^\[lab\] lab baremetal-cephfs-hosts is up and healthy in [0-9]+ s on baremetal$"
 }

@@ -40,7 +40,9 @@ printf "%s\r\n" "[   12.3] cloud-init[812]: Cloud-init v. 22.4.2 running modules
 }
 
 remote_up() {
-  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" PFSLAB_RESTART_WAIT="${PFSLAB_RESTART_WAIT:-30}" "$KIT/scripts/remote-up" "$@"
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" PFSLAB_RESTART_WAIT="${PFSLAB_RESTART_WAIT:-30}" \
+    ${PFSLAB_ROLE_STEP_TIMEOUT:+PFSLAB_ROLE_STEP_TIMEOUT=$PFSLAB_ROLE_STEP_TIMEOUT} ${PFSLAB_COPY_TIMEOUT:+PFSLAB_COPY_TIMEOUT=$PFSLAB_COPY_TIMEOUT} \
+    "$KIT/scripts/remote-up" "$@"
 }
 
 @test "remote-up: wait for every first boot, copy the cluster files, start phase by phase, preflight" {
@@ -327,4 +329,56 @@ esac'
   assert_equal "$(calls ssh | grep -c "bash -s sync $want")" 2
   # What runs there is the image build's own install step, in its sync mode.
   cmp "$SHIM_STATE/install-kit.sh" "$KIT/packer/scripts/install-kit.sh"
+}
+
+# A step that hangs (a stuck node, network or role) is stopped at its limit and named
+# in one line: node, step, limit, the variable that raises it; nothing after it runs.
+@test "a role step that does not finish in its limit is stopped and named, with how to raise the limit" {
+  shim ssh '
+cmd=${!#}
+case $cmd in
+  "cloud-init status") echo "status: done" ;;
+  *"ceph up osd") exec sleep 30 ;;
+esac'
+  SECONDS=0
+  PFSLAB_ROLE_STEP_TIMEOUT=1 remote_up aws-cephfs
+  assert_failure 2
+  assert_output --partial "[remote] error: role step 'ceph up osd' on node osd0 of lab aws-cephfs did not finish within 1s, its limit; if it needs longer, run the command again with PFSLAB_ROLE_STEP_TIMEOUT=<seconds> in its environment (default 1800)"
+  assert_equal "$(grep -c 'error' <<<"$output")" 1
+  ((SECONDS < 20))
+  [ -z "$(calls ssh | grep 'ceph up client')" ]
+}
+
+@test "a copy of the cluster files that does not finish in its limit is stopped and named" {
+  shim scp 'exec sleep 30'
+  SECONDS=0
+  PFSLAB_COPY_TIMEOUT=1 remote_up aws-cephfs
+  assert_failure 2
+  assert_output --partial "[remote] error: copying the cluster files from mon0 on node osd0 of lab aws-cephfs did not finish within 1s, its limit; if it needs longer, run the command again with PFSLAB_COPY_TIMEOUT=<seconds> in its environment (default 600)"
+  ((SECONDS < 20))
+  [ -z "$(calls ssh | grep 'ceph up')" ]
+}
+
+@test "a kit sync that does not finish in its limit is stopped and named" {
+  shim ssh '
+cmd=${!#}
+case $cmd in
+  "cloud-init status") echo "status: done" ;;
+  *pfslab-manifest*) echo 0123456789abcdef ;;
+  *"cat >"*kit.tar.gz*) cat >/dev/null; exec sleep 30 ;;
+esac'
+  SECONDS=0
+  PFSLAB_COPY_TIMEOUT=1 remote_up aws-cephfs
+  assert_failure 2
+  assert_output --partial "[remote] error: copying this checkout's kit on node mon0 of lab aws-cephfs did not finish within 1s, its limit; if it needs longer, run the command again with PFSLAB_COPY_TIMEOUT=<seconds> in its environment (default 600)"
+  ((SECONDS < 20))
+  [ -z "$(calls ssh | grep 'bash -s sync')" ]
+  # The archive it was sending stays with the lab's state (lab-down removes it).
+  compgen -G "$LAB/kit-sync.*" >/dev/null
+}
+
+@test "a limit that is not a number of seconds is refused in one line" {
+  PFSLAB_ROLE_STEP_TIMEOUT=1h remote_up aws-cephfs
+  assert_failure 2
+  assert_output --partial "[remote] error: PFSLAB_ROLE_STEP_TIMEOUT=1h is not allowed; give a number of seconds above 0 (default 1800)"
 }

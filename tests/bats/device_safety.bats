@@ -173,7 +173,7 @@ assert_refused() {
   DEV=$(losetup -f)
   [[ -b $DEV ]] || skip "no free loop device node"
   lsblk() {
-    if [[ $* == "-nro MOUNTPOINTS $DEV" ]]; then echo /mnt/in-use; else command lsblk "$@"; fi
+    if [[ $* == "-nro MOUNTPOINTS $DEV" ]]; then echo /mnt/in-use; else blank_lsblk "$@"; fi
   }
   export PFSLAB_NODE_CONFIG=$BATS_TEST_TMPDIR/node.json
   jq -n --arg d "$DEV" '{node: {name: "n0"}, wipe_devices: [$d]}' >"$PFSLAB_NODE_CONFIG"
@@ -187,4 +187,79 @@ assert_refused() {
   assert_failure 2
   assert_output --partial "refusing to reformat it to 4096-byte LBAs: it is in use"
   [ ! -e "$BATS_TEST_TMPDIR/nvme.log" ]
+}
+
+# lsblk as it answers for a blank, unmounted whole disk $DEV (a free loop node itself
+# has no media: the real lsblk finds nothing there and fails).
+blank_lsblk() {
+  case "$*" in
+    "-nsro NAME,TYPE $DEV" | "-nro NAME,TYPE $DEV") echo "${DEV#/dev/} disk" ;;
+    "-nro MOUNTPOINTS $DEV") echo ;;
+    *) echo "lsblk: unexpected arguments: $*" >&2; return 64 ;;
+  esac
+}
+
+# A probe that fails says nothing about the device: the claim is refused in one line
+# naming the device and why, even when the lab lists it in wipe_devices, and nothing
+# is made on it. No device is attached: a free loop node is a block device, and the
+# probes are stand-ins.
+assert_cannot_tell() {
+  local why=$1
+  node_config "[\"$DEV\"]"
+  mkfs.xfs() { echo "mkfs.xfs $*" >>"$BATS_TEST_TMPDIR/mkfs.log"; }
+  run claim_device "$DEV" "create xfs on it"
+  assert_failure 2
+  assert_output "[pfslab] error: cannot tell whether $DEV holds data: $why"
+  run mkfs_once "$DEV" xfs
+  assert_failure 2
+  assert_output --partial "cannot tell whether $DEV holds data"
+  [ ! -e "$BATS_TEST_TMPDIR/mkfs.log" ]
+}
+
+free_loop_node() {
+  DEV=$(losetup -f)
+  [[ -b $DEV ]] || skip "no free loop device node"
+  blkid() { return 2; }
+  wipefs() { return 0; }
+}
+
+@test "a device whose mounts cannot be listed (util-linux without MOUNTPOINTS) is refused, not taken as blank" {
+  free_loop_node
+  lsblk() {
+    if [[ $* == *MOUNTPOINTS* ]]; then echo "lsblk: unknown column: MOUNTPOINTS" >&2; return 1; fi
+    blank_lsblk "$@"
+  }
+  assert_cannot_tell "'lsblk -nro MOUNTPOINTS $DEV' failed: lsblk: unknown column: MOUNTPOINTS"
+}
+
+@test "a device whose signatures cannot be read is refused, not taken as blank" {
+  free_loop_node
+  lsblk() { blank_lsblk "$@"; }
+  wipefs() { echo "wipefs: error: $DEV: probing initialization failed: Permission denied" >&2; return 1; }
+  assert_cannot_tell "'wipefs --noheadings --output TYPE $DEV' failed: wipefs: error: $DEV: probing initialization failed: Permission denied"
+}
+
+@test "a device whose partitions cannot be listed (lsblk finds no such device) is refused" {
+  free_loop_node
+  lsblk() { [[ $* != "-nro NAME,TYPE $DEV" ]] || return 32; blank_lsblk "$@"; }
+  assert_cannot_tell "'lsblk -nro NAME,TYPE $DEV' failed: exit status 32"
+}
+
+@test "a file system probe that fails is refused, not taken as no file system" {
+  free_loop_node
+  lsblk() { blank_lsblk "$@"; }
+  blkid() { return 4; }
+  mkfs.xfs() { echo "mkfs.xfs $*" >>"$BATS_TEST_TMPDIR/mkfs.log"; }
+  run mkfs_once "$DEV" xfs
+  assert_failure 2
+  assert_output "[pfslab] error: cannot tell whether $DEV holds data: 'blkid -p -s TYPE -o value $DEV' failed (exit status 4)"
+  [ ! -e "$BATS_TEST_TMPDIR/mkfs.log" ]
+}
+
+@test "a device is claimed when every probe answers blank" {
+  free_loop_node
+  lsblk() { blank_lsblk "$@"; }
+  run claim_device "$DEV" "create xfs on it"
+  assert_success
+  assert_output ""
 }

@@ -18,7 +18,7 @@ FIXTURES=$BATS_TEST_DIRNAME/fixtures
 # Tools a role may run for real: they only read, or write inside the sandbox.
 SAFE_TOOLS=(bash cat mkdir mktemp mv rm cp chmod cmp ln jq sed awk grep sort head tail tr cut
   wc paste basename dirname find ls touch id tee sleep timeout stat readlink realpath seq date
-  xargs ssh-keygen base64 sha256sum tar gzip env printf)
+  xargs ssh-keygen base64 sha256sum tar gzip env printf flock)
 
 sandbox() {
   SHIMS=$BATS_TEST_TMPDIR/shims

@@ -231,3 +231,38 @@ PY
   assert_success
   assert_output ""
 }
+
+# A controller of the fake /sys: fake_ctrl K NUMA [NAMESPACE-ENTRY...]
+fake_ctrl() {
+  local ctrl=$ROOT/sys/class/nvme/nvme$1 entry
+  mkdir -p "$ctrl/device"
+  echo "$2" >"$ctrl/device/numa_node"
+  for entry in "${@:3}"; do mkdir -p "$ctrl/$entry"; done
+}
+
+nvme_on_numa_here() {
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" PFSLAB_SYSROOT="$ROOT" PFSLAB_ROOT="$KIT" bash -c \
+    'source "$PFSLAB_ROOT/scripts/lib/common.sh"; source "$PFSLAB_ROOT/scripts/lib/roles.sh"; nvme_on_numa "$1"' _ "$1"
+}
+
+@test "NVMe drives by NUMA node follow native multipath: the subsystem's block device, once per drive" {
+  # With multipath a controller lists its path (nvmeXcKn1); the block device is the
+  # subsystem's (nvmeXn1), whose number need not be the controller's.
+  fake_ctrl 0 0 nvme1c0n1
+  fake_ctrl 1 1 nvme0c1n1
+  fake_ctrl 2 0 nvme2c2n1
+  # Two paths to one drive: it is one drive.
+  fake_ctrl 3 0 nvme3c3n1
+  fake_ctrl 4 0 nvme3c4n1
+  # Without multipath the namespace is the controller's own.
+  fake_ctrl 5 1 nvme5n1
+  nvme_on_numa_here 0
+  assert_success
+  assert_output "/dev/nvme1n1
+/dev/nvme2n1
+/dev/nvme3n1"
+  nvme_on_numa_here 1
+  assert_success
+  assert_output "/dev/nvme0n1
+/dev/nvme5n1"
+}
