@@ -171,15 +171,27 @@ wipe_listed() {
 claim_device() {
   local dev=$1 action=$2 found
   found=$(device_contents "$dev") || exit 2
-  [[ -z $found ]] && return 0
-  if [[ $found == *"the running system"* || $found == *"mounted file systems"* ]]; then
-    die "$dev holds ${found//;/, }; refusing to $action: it is in use (wipe_devices never covers the system's disk or a mounted device; unmount it first)"
-  fi
-  if wipe_listed "$dev"; then
+  if [[ -n $found ]]; then
+    if [[ $found == *"the running system"* || $found == *"mounted file systems"* ]]; then
+      die "$dev holds ${found//;/, }; refusing to $action: it is in use (wipe_devices never covers the system's disk or a mounted device; unmount it first)"
+    fi
+    wipe_listed "$dev" ||
+      die "$dev holds ${found//;/, }; refusing to $action (list it in the lab's node_groups[].wipe_devices if it may be erased)"
     log "$dev holds ${found//;/, }; the lab lists it in wipe_devices, so: $action"
-    return 0
   fi
-  die "$dev holds ${found//;/, }; refusing to $action (list it in the lab's node_groups[].wipe_devices if it may be erased)"
+  record_claim "$dev"
+}
+
+# The devices the lab's roles took, one a line in <paths.state>/claimed-devices: lab-down
+# on an existing host (scripts/host-forget) wipes the signatures the lab wrote on these
+# and on no other device.
+record_claim() {
+  local state dev
+  state=$(cfg_opt '.paths.state')
+  [[ -n $state ]] || return 0
+  dev=$(readlink -f "$1")
+  mkdir -p "$state"
+  grep -qxF -- "$dev" "$state/claimed-devices" 2>/dev/null || printf '%s\n' "$dev" >>"$state/claimed-devices"
 }
 
 # The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in device order.

@@ -45,13 +45,13 @@ host_listing() {
     ps -eo comm= | sed "s/^/process /"' | sort -u
 }
 
-# The listing less what the README says stays or is the host's own doing: the kit
-# under /opt/pfslab (brought in step with this checkout, as images carry it), what the
-# host's own processes keep in /run (pid files, sockets), and the commands of the
-# listing itself.
+# The listing less what docs/safety.md says stays ("What stays on existing hosts"): the
+# kit under /opt/pfslab (brought in step with this checkout, as images carry it), the
+# run-time files of the host's own services in /run (sshd's, the login's motd,
+# util-linux's mount table), and the commands of the listing itself.
 comparable() {
   grep -vE '^(. [0-7]+ [0-9]+ |content [0-9a-f]+  )/opt/pfslab(/|$)' "$1" |
-    grep -vE '^. [0-7]+ [0-9]+ /run/(sshd|sshd\.pid|utmp)$' |
+    grep -vE '^. [0-7]+ [0-9]+ /run/(sshd|sshd\.pid|utmp|motd\.dynamic|mount|mount/utab)$' |
     grep -vE '^process (sh|find|sort|ps|sed|awk|blkid|sha1sum|grep|tr)$'
 }
 
@@ -272,11 +272,11 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   local host left=""
   for host in $(hosts); do
     host_listing "$host" >"$BATS_FILE_TMPDIR/after-$host"
-    left+=$(diff <(comparable "$BATS_FILE_TMPDIR/before-$host") <(comparable "$BATS_FILE_TMPDIR/after-$host") | sed -n "s/^[<>] /$host: &/p")
+    left+=$(diff <(comparable "$BATS_FILE_TMPDIR/before-$host") <(comparable "$BATS_FILE_TMPDIR/after-$host") | sed -n "s/^[<>] /$host: &/p")$'\n'
   done
+  left=$(sed '/^$/d' <<<"$left")
   echo "${left:-# every host as found}" | head -n 60 >&3
   assert_equal "$left" ""
-  local host
   for host in mon0 osd0 osd1 cli0 cli1; do
     run hosts_exec "$host" sh -c 'ls /etc/pfslab/node.json /var/lib/pfslab /run/pfslab /etc/profile.d/pfslab.sh /opt/pfslab/build/hosts-cephfs 2>/dev/null; grep -c pfslab-inner /root/.ssh/authorized_keys; grep -c "pfslab hosts of lab" /etc/hosts; ps -eo comm | grep -E "^ceph-(mon|osd|mds|mgr|fuse)$"'
     assert_output "0
