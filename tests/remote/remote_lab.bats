@@ -27,7 +27,14 @@ setup_file() {
   fi
   timed "hosts-up" make -C "$REPO" --no-print-directory hosts-up HOSTS="$LAB" >&3 2>&1
   local host
-  for host in $(hosts); do host_listing "$host" >"$BATS_FILE_TMPDIR/before-$host"; done
+  for host in $(hosts); do
+    # What another local user of the host could plant where an older kit put its
+    # temporary files: links to root's files. lab-up and lab-down must neither use nor
+    # follow them (the last test checks the links and their targets).
+    hosts_exec "$host" sh -c 'ln -s /etc/shadow /tmp/pfslab-hosts && ln -s /etc/shadow /tmp/pfslab-kit-sync.tar.gz && chown -h nobody /tmp/pfslab-hosts /tmp/pfslab-kit-sync.tar.gz'
+    host_listing "$host" >"$BATS_FILE_TMPDIR/before-$host"
+    hosts_exec "$host" sha1sum /etc/shadow >"$BATS_FILE_TMPDIR/shadow-$host"
+  done
 }
 
 hosts() { "$REPO/.venv/bin/pfslab" lab show "$LAB" | jq -r '.targets.baremetal.hosts | keys[]'; }
@@ -277,6 +284,11 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   left=$(sed '/^$/d' <<<"$left")
   echo "${left:-# every host as found}" | head -n 60 >&3
   assert_equal "$left" ""
+  # The planted links were neither used nor followed: still there, root's file untouched.
+  for host in $(hosts); do
+    assert_equal "$(hosts_exec "$host" readlink /tmp/pfslab-hosts /tmp/pfslab-kit-sync.tar.gz | tr '\n' ' ')" "/etc/shadow /etc/shadow "
+    assert_equal "$(hosts_exec "$host" sha1sum /etc/shadow)" "$(cat "$BATS_FILE_TMPDIR/shadow-$host")"
+  done
   for host in mon0 osd0 osd1 cli0 cli1; do
     run hosts_exec "$host" sh -c 'ls /etc/pfslab/node.json /var/lib/pfslab /run/pfslab /etc/profile.d/pfslab.sh /opt/pfslab/build/hosts-cephfs 2>/dev/null; grep -c pfslab-inner /root/.ssh/authorized_keys; grep -c "pfslab hosts of lab" /etc/hosts; ps -eo comm | grep -E "^ceph-(mon|osd|mds|mgr|fuse)$"'
     assert_output "0
