@@ -189,9 +189,13 @@ record_claim() {
   local state dev
   state=$(cfg_opt '.paths.state')
   [[ -n $state ]] || return 0
-  dev=$(readlink -f "$1")
-  mkdir -p "$state"
-  grep -qxF -- "$dev" "$state/claimed-devices" 2>/dev/null || printf '%s\n' "$dev" >>"$state/claimed-devices"
+  state=$(sysroot "$state")
+  # Only a block device can carry what lab-down wipes.
+  dev=$(readlink -f "$1" 2>/dev/null) && [[ -b $dev ]] || return 0
+  mkdir -p "$state" || die "cannot record that the lab claims $dev: $state cannot be made"
+  if ! grep -qxF -- "$dev" "$state/claimed-devices" 2>/dev/null; then
+    printf '%s\n' "$dev" >>"$state/claimed-devices" || die "cannot record that the lab claims $dev in $state/claimed-devices"
+  fi
 }
 
 # The NVMe namespaces (/dev/nvmeXn1) attached to NUMA node $1, in device order.
