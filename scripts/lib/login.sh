@@ -274,3 +274,14 @@ remote_stop_bench() {
   [[ -n $login ]] || return 0
   remote_ssh "$lab" "$login" "test -x '$REMOTE_ROOT/scripts/lab' && cd '$REMOTE_ROOT' && scripts/lab stop-bench $lab" >&2 2>/dev/null || true
 }
+
+# Every node's processes that use the lab's file system (scripts/host-end-processes,
+# sent from this checkout): what a run started through SSH and left behind.
+remote_end_lab_processes() {
+  local lab=$1 mount node
+  mount=$(jq -r '.filesystem.mount' "$(remote_inv "$lab")")
+  for node in $(remote_nodes "$lab"); do
+    remote_ssh_in "$lab" "$node" "bash -s -- $(printf '%q' "$mount")" <"$PFSLAB_ROOT/scripts/host-end-processes" 2>&1 |
+      sed "s/^/[${PFSLAB_LOG_TAG:-lab}] $node: /" >&2 || log "could not end what uses the file system on $node (ignored)"
+  done
+}

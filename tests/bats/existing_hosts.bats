@@ -285,3 +285,28 @@ fetch() {
   # On mon0, which holds this lab's records, they go.
   [ ! -e "$HOSTS/mon0/etc/pfslab/node.json" ] && [ ! -e "$HOSTS/mon0/var/lib/pfslab" ]
 }
+
+@test "lab-down ends what a run left on a node's file system (host-end-processes): the processes holding it, no other" {
+  local fs=$BATS_TEST_TMPDIR/mnt/lab other=$BATS_TEST_TMPDIR/elsewhere holder opener bystander
+  mkdir -p "$fs/run1" "$other"
+  # One process works in the file system, one holds a file of it open, one is elsewhere.
+  (cd "$fs/run1" && exec sleep 300) &
+  holder=$!
+  (exec 7>"$fs/run1/out" && exec sleep 300) &
+  opener=$!
+  (cd "$other" && exec sleep 300) &
+  bystander=$!
+  sleep 0.3
+  run bash "$KIT/scripts/host-end-processes" "$fs"
+  assert_success
+  assert_output --partial "ended processes on the lab's file system: "
+  sleep 0.3
+  run kill -0 "$holder"
+  assert_failure
+  run kill -0 "$opener"
+  assert_failure
+  kill -0 "$bystander"
+  kill "$bystander"
+  run bash "$KIT/scripts/host-end-processes" /
+  assert_failure 2
+}
