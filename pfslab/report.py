@@ -198,13 +198,15 @@ def _short(value: Any, limit: int = 100) -> str:
 
 
 def lab_deviations(run: runs.Run) -> list[dict[str, Any]]:
-    """The departures from its sources the run's lab file declares: recorded with the run
-    (provenance.json), else read from the lab file kept beside it."""
+    """The run's departures from its sources: recorded with the run (provenance.json),
+    else the lab file kept beside it and the lab as run."""
     recorded = run.provenance.get("deviations")
     if isinstance(recorded, list):
-        return recorded
+        # A run recorded before deviations were data kept {field, value, note}.
+        return [d if "what" in d else {"what": d.get("field"), "seed": "", "kit": _short(d.get("value")),
+                                        "why": d.get("note"), "file": d.get("file")} for d in recorded]
     stored = run.path / "lab.yaml"
-    return [d.to_json() for d in deviations.for_file(stored)] if stored.is_file() else []
+    return [d.to_json() for d in deviations.listing(run.lab, stored)] if stored.is_file() else []
 
 
 def release_line(run: runs.Run) -> str:
@@ -298,15 +300,16 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     declared = lab_deviations(run)
     parts.append("<h2>Where the lab departs from its sources</h2>")
     if declared:
-        parts.append("<p>Each departure the lab file declares beside its value (a &ldquo;kit&rsquo;s choice&rdquo; "
-                     "note), as written there.</p><table><tr><th>field</th><th>value</th>"
-                     "<th>why</th><th>lab file</th></tr>")
+        parts.append("<p>Each departure from the lab&rsquo;s sources: the lab file&rsquo;s <code>deviations</code> and "
+                     "those the kit derives from its data (tool versions, launcher lines, seed arguments, the "
+                     "file system release).</p><table><tr><th>what</th><th>the source</th><th>the kit</th>"
+                     "<th>why</th><th>said in</th></tr>")
         for dev in declared:
-            parts.append(f"<tr><td><code>{_esc(dev.get('field'))}</code></td><td><code>{_esc(_short(dev.get('value')))}</code></td>"
-                         f"<td>{_esc(dev.get('note'))}</td><td>{_esc(dev.get('file'))}</td></tr>")
+            parts.append(f"<tr><td>{_esc(dev.get('what'))}</td><td>{_esc(dev.get('seed'))}</td>"
+                         f"<td>{_esc(dev.get('kit'))}</td><td>{_esc(dev.get('why'))}</td><td>{_esc(dev.get('file'))}</td></tr>")
         parts.append("</table>")
     else:
-        parts.append("<p>The lab file declares no departure from a source (no &ldquo;kit&rsquo;s choice&rdquo; note).</p>")
+        parts.append("<p>The lab declares no departure from a source.</p>")
     parts.append("<h2>References and their sources</h2><table><tr><th>workload</th><th>figure</th><th>threads</th>"
                  "<th>value</th><th>kind</th><th>source</th></tr>")
     for ref in run.references:
