@@ -237,7 +237,8 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         f"{_esc(session.get('time_start', ''))} to {_esc(session.get('time_end', ''))}.</p>",
         f"<p class='summary'>Verdict: <span class='{_esc(summary['overall'].split()[0])}'>{_esc(summary['overall'].upper())}</span>: "
         f"{summary['pass']} pass, {summary['fail']} fail, {summary['skip']} skipped, "
-        f"{summary['no reference']} without reference</p>",
+        f"{summary['no reference']} without reference"
+        + (f", {summary['no verdict']} shape(s) without verdict" if summary["no verdict"] else "") + "</p>",
         (f"<p class='fail'>{_esc(summary['health'])}</p>" if summary.get("health") else ""),
         "<h2>Scaling</h2>",
         "<p>Measured curves are solid; reference curves (published values or the lab's baseline) dashed in the same "
@@ -262,8 +263,10 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     parts.append("<h2>Verdict</h2><table><tr><th>test</th><th>workload</th><th>threads</th><th>figure</th>"
                  "<th>measured</th><th>reference</th><th>threshold</th><th>verdict</th><th>reason</th></tr>")
     for r in rows:
-        css = {"pass": "pass", "fail": "fail", "skip": "skip", "no reference": "none", "dry run": "dry"}.get(r.verdict, "")
-        reference = f"{_fmt(r.reference)} {_esc(r.unit)}" if r.reference is not None else "no published value"
+        css = {"pass": "pass", "fail": "fail", "skip": "skip", "no reference": "none", "dry run": "dry",
+               "no verdict": "none"}.get(r.verdict, "")
+        reference = (f"{_fmt(r.reference)} {_esc(r.unit)}" if r.reference is not None
+                     else "the curve&rsquo;s shape" if r.basis.startswith("shape:") else "no published value")
         measured = f"{_fmt(r.measured)} {_esc(r.unit)}" if r.measured is not None else "-"
         bound = r.bound()
         threshold = "-" if bound is None else f"{'&le;' if r.lower is None else '&ge;'} {_fmt(bound)} {_esc(r.unit)}"
@@ -271,7 +274,8 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
                      f"<td>{measured}</td><td>{reference}</td><td>{threshold}</td><td class='{css}'>{_esc(r.verdict)}</td>"
                      f"<td>{_esc(r.reason)}</td></tr>")
     parts.append("</table>")
-    bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(rows, key=lambda r: r.figure) if r.basis and r.reference)
+    bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(rows, key=lambda r: r.figure)
+                          if r.basis and (r.reference or r.basis.startswith("shape:")))
     if bases:
         parts.append("<h2>Where each threshold comes from</h2><ul>"
                      + "".join(f"<li>{_esc(line)}</li>" for line in bases) + "</ul>")
@@ -316,6 +320,11 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         src = ref.source
         parts.append(f"<tr><td>{_esc(ref.workload)}</td><td>{_esc(ref.operation)}</td><td>{_esc(ref.threads or 'sweep')}</td>"
                      f"<td>{_fmt(ref.value)} {_esc(ref.unit)}</td><td>{_esc(ref.kind)}</td>"
+                     f"<td>{_esc(src.get('document'))}: {_esc(src.get('where', ''))} {_esc(src.get('quote', ''))}</td></tr>")
+    for claim in run.shapes:
+        src = claim.source
+        parts.append(f"<tr><td>{_esc(claim.workload)}</td><td>{_esc(claim.operation)}</td>"
+                     f"<td>{claim.over[0]}-{claim.over[1]}</td><td>-</td><td>shape: {_esc(claim.claim())}</td>"
                      f"<td>{_esc(src.get('document'))}: {_esc(src.get('where', ''))} {_esc(src.get('quote', ''))}</td></tr>")
     parts.append("</table>")
     parts.extend(launcher_section(run.lab))
