@@ -82,18 +82,7 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     elif args.lab_command == "deviations":
         from pfslab import deviations
 
-        rel = labs.release(lab)
-        if rel["installed"]:
-            print(f"{rel['installed_field']} = {rel['installed']}: the release the nodes install "
-                  f"(filesystem.version, what the lab's source ran: {rel['characterised']})")
-        elif rel["characterised"]:
-            # No installed_version in the family: the packages come from the distribution
-            # or the user's installer, so the kit cannot say the nodes run the source's release.
-            print(f"filesystem.version = {json.dumps(rel['characterised'])}: what the lab's source ran; the nodes run "
-                  f"the release their {rel['type']} packages bring (the distribution's or the user's installer, "
-                  "not the kit's to choose), which may differ")
-        for dev in [*deviations.for_file(labs.lab_path(args.lab)), *deviations.stated(lab)]:
-            print(f"{dev.field} = {json.dumps(dev.value)}  [{dev.file}] {dev.note}")
+        print("\n".join(deviations.lines(deviations.listing(lab, labs.lab_path(args.lab)))))
     elif args.lab_command == "show":
         if args.target:
             from pfslab import registry
@@ -131,9 +120,10 @@ def _add_lab(sub: Subparsers) -> None:
     actions.add_parser("docs", help="labs/README.md, generated from labs/schema.json")
     actions.add_parser("check", help="validate a lab file").add_argument("lab", help="lab name or path to a lab file")
     actions.add_parser("system", help="the lab's ReFrame system name (for --system)").add_argument("lab")
-    actions.add_parser("deviations", help="where the lab departs from its sources: each \"kit's choice\" note of its "
-                       "file (and of the labs it extends) with its field and value, each step's seed_args, each "
-                       "tool version its toolchain view does not share with its source, and the release the nodes install"
+    actions.add_parser("deviations", help="where the lab departs from its sources (what, the source's value, the "
+                       "kit's, why): its file's deviations list (and those of the labs it extends), each step's "
+                       "seed_args, the launcher lines, each tool version its toolchain view does not share with "
+                       "its source, and the file system release the nodes install"
                        ).add_argument("lab")
     show = actions.add_parser("show", help="print a validated lab as JSON (extends applied, defaults filled in, its layout derived)")
     show.add_argument("lab")

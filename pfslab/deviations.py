@@ -1,239 +1,142 @@
-"""Where a lab departs from its source, as its lab file says so: once, beside the value.
+"""Where a lab departs from its sources: what differs, the source's value, the kit's, and why.
 
-A seed lab's file holds the seed's own values; a value the seed does not give, or that
-the kit changes, carries a comment saying "kit's choice" and why, on the value's line or
-in the comment block right above it (the convention each seed lab's header states). This
-module reads those comments back with the field they stand beside, so that a run keeps
-them (``provenance.json``) and its report lists them next to the value: the note is
-written once, in the lab file, and shown where the results are read.
+Two kinds, listed together by ``pfslab lab deviations``, kept in ``provenance.json`` and
+shown in the report:
 
-Comments are not data to a YAML parser, so the file is read line by line: block
-mappings and sequences by indentation, flow collections (``{...}``, ``[...]``) that
-span lines, and block scalars (``>-``, ``|``) whose lines are text, not comments. A
-comment block ends at a blank line; one above the first key is the file's header.
+- declared: the lab file's ``deviations`` list (labs/schema.json), one entry per choice
+  the kit made where the source is silent or cannot be followed; a lab that ``extends``
+  another inherits the base's entries (pfslab/labs.py) and adds its own;
+- derived from the lab's data, so that they cannot go stale: a step's ``seed_args``
+  beside the ``args`` that run, the launcher lines (``launcher.seed_mpirun``, a
+  workload's ``seed_launcher``) with ``launcher.deviation``, every tool version the
+  lab's toolchain view does not share with its source (pfslab/toolchain.py), and the
+  file system release the nodes install.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-#: A comment that declares a departure: "kit's choice" (or choices), not quoted (a
-#: header that explains the convention quotes it).
-MARK = re.compile(r"(?<![\"“'])\bkit['’]s choices?\b", re.IGNORECASE)
-
-#: A mapping key at the start of a line's code: quoted, or plain up to the first ": ".
-_KEY = re.compile(r"""^("[^"]*"|'[^']*'|[^\s#"'{}\[\],][^#]*?)\s*:(?:\s|$)""")
-_BLOCK_SCALAR = re.compile(r"^[|>][-+0-9]*$")
-
 
 @dataclass(frozen=True)
 class Deviation:
-    """One declared departure: the field (dotted; list items by their id or name), the
-    value as the lab file writes it, the comment, and the lab file it is in."""
+    """One departure: what, the source's value, the kit's, why, and the file that says so."""
 
-    field: str
-    value: Any
-    note: str
+    what: str
+    seed: str
+    kit: str
+    why: str
     file: str
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _split_comment(code: str) -> tuple[str, str | None]:
-    """A line's code and its comment (a ``#`` after whitespace, outside quotes)."""
-    quote: str | None = None
-    for i, char in enumerate(code):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "\"'" and (i == 0 or code[i - 1] in " \t[{,:"):
-            quote = char
-        elif char == "#" and (i == 0 or code[i - 1] in " \t"):
-            return code[:i].rstrip(), code[i + 1:].strip()
-    return code.rstrip(), None
+def _text(value: Any) -> str:
+    return " ".join(str(value).split()) if value is not None else "not stated"
 
 
-def _depth(code: str) -> int:
-    """How many flow collections the code opens and leaves open."""
-    depth, quote = 0, None
-    for char in code:
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "\"'":
-            quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-    return depth
+def _chain(path: Path, labs_dir: Path | None) -> list[tuple[Path, dict[str, Any]]]:
+    """The lab file and the files it ``extends``, base first (read raw: each entry is
+    attributed to the file that writes it)."""
+    from pfslab import labs
+
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        return []
+    base = data.get("extends")
+    if isinstance(base, str) and base != path.stem:
+        base_path = next((d / f"{base}.yaml" for d in (path.parent, labs_dir or labs.LABS_DIR)
+                          if (d / f"{base}.yaml").is_file()), None)
+        if base_path is not None:
+            return [*_chain(base_path, labs_dir), (path, data)]
+    return [(path, data)]
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def scan(text: str) -> list[tuple[tuple[str | int, ...], str]]:
-    """Every kit's-choice comment of a lab file's text, with the path (keys and list
-    indices) of the field it stands beside."""
-    found: list[tuple[tuple[str | int, ...], str]] = []
-    stack: list[tuple[int, str | int, bool]] = []  # (indent, key or index, is a list item)
-    next_index: dict[tuple[str | int, ...], int] = {}
-    pending: list[str] = []
-    seen_key = False
-    block_indent: int | None = None
-    flow = 0
-    current: tuple[str | int, ...] = ()
-
-    def path() -> tuple[str | int, ...]:
-        return tuple(seg for _, seg, _ in stack)
-
-    def note(comments: list[str]) -> None:
-        text = " ".join(c for c in comments if c)
-        if comments and MARK.search(text):
-            found.append((current, text))
-
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if block_indent is not None:
-            if not line.strip() or _indent(line) > block_indent:
-                continue
-            block_indent = None
-        if flow > 0:
-            code, comment = _split_comment(line)
-            flow += _depth(code)
-            note([comment] if comment else [])
-            continue
-        stripped = line.lstrip(" ")
-        if not stripped:
-            pending = []
-            continue
-        if stripped.startswith("#"):
-            pending.append(stripped.lstrip("#").strip())
-            continue
-        if stripped == "---":
-            continue
-        if not seen_key:
-            seen_key, pending = True, []
-        code, comment = _split_comment(line)
-        indent = _indent(code)
-        rest = code.lstrip(" ")
-        while rest == "-" or rest.startswith("- "):
-            while stack and (stack[-1][0] > indent or (stack[-1][0] == indent and stack[-1][2])):
-                stack.pop()
-            parent = path()
-            index = next_index.get(parent, 0)
-            next_index[parent] = index + 1
-            stack.append((indent, index, True))
-            after = rest[1:]
-            indent += 1 + len(after) - len(after.lstrip(" "))
-            rest = after.lstrip(" ")
-        key = _KEY.match(rest)
-        if key:
-            while stack and stack[-1][0] >= indent:
-                stack.pop()
-            name = key.group(1).strip()
-            if name[:1] in "\"'" and name[-1:] == name[:1]:
-                name = name[1:-1]
-            stack.append((indent, name, False))
-            value = rest[key.end():].strip()
-            if _BLOCK_SCALAR.match(value):
-                block_indent = indent
-        else:
-            value = rest
-        current = path()
-        flow = max(0, _depth(value))
-        note(pending + ([comment] if comment else []))
-        pending = []
-    return found
-
-
-def _walk(data: Any, path: tuple[str | int, ...]) -> tuple[str, Any]:
-    """The display name of a path (list items by id or name) and the value there."""
-    parts: list[str] = []
-    node = data
-    for seg in path:
-        if isinstance(seg, int):
-            item = node[seg] if isinstance(node, list) and seg < len(node) else None
-            label = item.get("id", item.get("name")) if isinstance(item, dict) else None
-            parts.append(f"[{label if label is not None else seg}]")
-            node = item
-        else:
-            parts.append(("." if parts else "") + seg)
-            node = node.get(seg) if isinstance(node, dict) else None
-    return "".join(parts), node
-
-
-def from_text(text: str, file: str = "") -> list[Deviation]:
-    """The deviations a lab file's text declares, in file order."""
-    data = yaml.safe_load(text) or {}
+def declared(path: Path, labs_dir: Path | None = None) -> list[Deviation]:
+    """The ``deviations`` entries of a lab file and of the labs it extends, base first."""
     out = []
-    for path, comment in scan(text):
-        field, value = _walk(data, path)
-        out.append(Deviation(field or "(lab)", value, comment, file))
+    for file, data in _chain(path, labs_dir):
+        for entry in data.get("deviations") or []:
+            if isinstance(entry, dict):
+                out.append(Deviation(_text(entry.get("what")), _text(entry.get("seed")), _text(entry.get("kit")),
+                                     _text(entry.get("why")), file.name))
     return out
 
 
-def for_file(path: Path, labs_dir: Path | None = None) -> list[Deviation]:
-    """The deviations of a lab file and of the labs it ``extends`` (a base's note on a
-    field the file sets again is the base's, not this lab's, and is left out)."""
-    from pfslab import labs
-
-    text = path.read_text()
-    own = from_text(text, path.name)
-    data = yaml.safe_load(text) or {}
-    base = data.get("extends") if isinstance(data, dict) else None
-    if not isinstance(base, str):
-        return own
-    base_path = next((d / f"{base}.yaml" for d in (path.parent, labs_dir or labs.LABS_DIR) if (d / f"{base}.yaml").is_file()), None)
-    if base_path is None:
-        return own
-    inherited = [d for d in for_file(base_path, labs_dir) if not _sets(data, d.field)]
-    return inherited + own
-
-
-def _sets(data: dict[str, Any], field: str) -> bool:
-    """Whether a lab file sets ``field`` itself (mappings merge, so only the keys it
-    writes count; a list it writes replaces the base's wholly)."""
-    node: Any = data
-    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", field):
-        if part.startswith("["):
-            return True  # the file writes the list: the base's items are gone
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return True
-
-
-def stated(lab: dict[str, Any]) -> list[Deviation]:
-    """Departures a lab states as data, not as comments: a workload step's ``seed_args``
-    (the source's arguments, kept beside the ones that run) with its ``deviation``, and
-    every tool version the lab's source ran that its toolchain view does not
-    (pfslab/toolchain.py)."""
+def derived(lab: dict[str, Any]) -> list[Deviation]:
+    """Departures the lab's data states: seed_args, launcher lines, tool versions, release."""
     from pfslab import toolchain
 
     out = []
+    launcher = lab.get("launcher", {})
+    why_launcher = _text(launcher.get("deviation") or "the lab file's launcher.deviation gives no reason")
+    if launcher.get("seed_mpirun"):
+        out.append(Deviation("MPI launcher line (launcher.mpirun)", _text(launcher["seed_mpirun"]),
+                             _text(launcher.get("mpirun")), why_launcher, _file_writing(lab["name"], "launcher")))
     for workload in lab.get("workloads", []):
+        if workload.get("seed_launcher"):
+            out.append(Deviation(f"MPI launcher line of {workload['id']} (workloads[{workload['id']}].launcher)",
+                                 _text(workload["seed_launcher"]), _text(workload.get("launcher")), why_launcher,
+                                 _file_writing(lab["name"], "workloads")))
         for index, step in enumerate(workload.get("steps", [])):
             if isinstance(step, dict) and "seed_args" in step:
-                out.append(Deviation(f"workloads[{workload['id']}].steps[{index}].args", step["args"],
-                                     f"{step['deviation']} (the source's: {step['seed_args']})", _workloads_file(lab["name"])))
-    return out + toolchain.deviations(lab)
+                out.append(Deviation(f"{workload['tool']} arguments of {workload['id']} "
+                                     f"(workloads[{workload['id']}].steps[{index}].args)",
+                                     _text(step["seed_args"]), _text(step["args"]), _text(step.get("deviation")),
+                                     _file_writing(lab["name"], "workloads")))
+    return out + toolchain.deviations(lab) + release(lab)
 
 
-def _workloads_file(name: str) -> str:
-    """The lab file that writes a lab's workloads: its own, or that of the lab it
-    reproduces or extends (labs.resolve takes them from there)."""
+def release(lab: dict[str, Any]) -> list[Deviation]:
+    """The file system release the nodes run, where it is not the one the source ran."""
+    from pfslab import labs, registry
+
+    rel = labs.release(lab)
+    if not rel["characterised"]:
+        return []
+    if rel["installed"] is None:
+        return [Deviation(f"{rel['type']} release the nodes run", _text(rel["characterised"]),
+                          f"the release the nodes' {rel['type']} packages bring, which may differ",
+                          "the packages come from the distribution or the user's installer: not the kit's to choose",
+                          _file_writing(lab["name"], "filesystem"))]
+    if str(rel["installed"]) == str(rel["characterised"]):
+        return []
+    node: Any = registry.family(rel["type"]).settings
+    for part in [registry.family(rel["type"]).family, *rel["installed_field"].split(".")[2:]]:
+        node = node.get("properties", node).get(part, {}) if isinstance(node, dict) else {}
+    return [Deviation(f"{rel['type']} release the nodes install ({rel['installed_field']})",
+                      _text(rel["characterised"]), _text(rel["installed"]),
+                      _text(node.get("description") or "the family's default release"),
+                      f"registry/families/{rel['type']}.json")]
+
+
+def listing(lab: dict[str, Any], path: Path) -> list[Deviation]:
+    """Every departure of a lab, declared then derived: what ``pfslab lab deviations``
+    prints, provenance keeps and the report shows."""
+    return declared(path) + derived(lab)
+
+
+def _file_writing(name: str, key: str) -> str:
+    """The lab file that writes a lab's ``key``: its own, or that of the lab it
+    reproduces (workloads only) or extends (labs.resolve takes it from there)."""
     from pfslab import labs
 
     path = labs.lab_path(name)
     data = yaml.safe_load(path.read_text()) or {}
-    for key in ("reproduces", "extends"):
-        if "workloads" not in data and isinstance(data.get(key), str):
-            return _workloads_file(data[key])
+    for parent in ("reproduces", "extends") if key == "workloads" else ("extends",):
+        if key not in data and isinstance(data.get(parent), str):
+            return _file_writing(data[parent], key)
     return path.name
+
+
+def lines(devs: list[Deviation]) -> list[str]:
+    """The listing as text: one block per departure."""
+    out = []
+    for dev in devs:
+        out += [f"- {dev.what}  [{dev.file}]", f"    seed: {dev.seed}", f"    kit:  {dev.kit}", f"    why:  {dev.why}"]
+    return out

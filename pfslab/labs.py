@@ -353,6 +353,10 @@ def _extended(path: Path, labs_dir: Path, seen: tuple[str, ...]) -> Any:
         raise LabError(f"{_display(path)}: extends: unknown lab {base_name!r}; labs that exist: {', '.join(lab_names(labs_dir))}")
     base = _extended(base_path, labs_dir, (*seen, path.stem))
     merged = merge({k: v for k, v in base.items() if k not in ("extends", "sources", "description")}, data)
+    # A derived lab departs from the source wherever its base does: it adds entries, it
+    # does not replace the base's (pfslab/deviations.py).
+    if isinstance(base.get("deviations"), list) and isinstance(data.get("deviations"), list):
+        merged["deviations"] = [*base["deviations"], *data["deviations"]]
     return merged
 
 

@@ -123,9 +123,9 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
                       "versions": toolchain.versions(toolchain.view_of(lab))},
         "tools": tool_versions(search_path),
         # What the nodes install beside what the source ran, and every departure from
-        # the source the lab file declares (its "kit's choice" notes): the report shows both.
+        # the source (the lab file's deviations and those the kit derives): the report shows both.
         "filesystem": labs.release(lab),
-        "deviations": [d.to_json() for d in [*deviations.for_file(lab_file), *deviations.stated(lab)]],
+        "deviations": [d.to_json() for d in deviations.listing(lab, lab_file)],
     }
     (run_dir / "provenance.json").write_text(json.dumps(data, indent=2) + "\n")
     return data

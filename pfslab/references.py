@@ -222,6 +222,9 @@ def load(lab: str, path: Path | None = None) -> list[Reference]:
     entries = data.get("references") or []
     refs = [_entry(raw, f"{path.name}: references[{i}]") for i, raw in enumerate(entries)]
     _notes(data, path)
+    from pfslab import shapes  # shapes reads this module's helpers; validated with the rest of the file
+
+    shapes.load(lab, path)
     return refs
 
 

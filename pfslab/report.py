@@ -198,13 +198,15 @@ def _short(value: Any, limit: int = 100) -> str:
 
 
 def lab_deviations(run: runs.Run) -> list[dict[str, Any]]:
-    """The departures from its sources the run's lab file declares: recorded with the run
-    (provenance.json), else read from the lab file kept beside it."""
+    """The run's departures from its sources: recorded with the run (provenance.json),
+    else the lab file kept beside it and the lab as run."""
     recorded = run.provenance.get("deviations")
     if isinstance(recorded, list):
-        return recorded
+        # A run recorded before deviations were data kept {field, value, note}.
+        return [d if "what" in d else {"what": d.get("field"), "seed": "", "kit": _short(d.get("value")),
+                                        "why": d.get("note"), "file": d.get("file")} for d in recorded]
     stored = run.path / "lab.yaml"
-    return [d.to_json() for d in deviations.for_file(stored)] if stored.is_file() else []
+    return [d.to_json() for d in deviations.listing(run.lab, stored)] if stored.is_file() else []
 
 
 def release_line(run: runs.Run) -> str:
@@ -235,7 +237,8 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
         f"{_esc(session.get('time_start', ''))} to {_esc(session.get('time_end', ''))}.</p>",
         f"<p class='summary'>Verdict: <span class='{_esc(summary['overall'].split()[0])}'>{_esc(summary['overall'].upper())}</span>: "
         f"{summary['pass']} pass, {summary['fail']} fail, {summary['skip']} skipped, "
-        f"{summary['no reference']} without reference</p>",
+        f"{summary['no reference']} without reference"
+        + (f", {summary['no verdict']} shape(s) without verdict" if summary["no verdict"] else "") + "</p>",
         (f"<p class='fail'>{_esc(summary['health'])}</p>" if summary.get("health") else ""),
         "<h2>Scaling</h2>",
         "<p>Measured curves are solid; reference curves (published values or the lab's baseline) dashed in the same "
@@ -260,8 +263,10 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     parts.append("<h2>Verdict</h2><table><tr><th>test</th><th>workload</th><th>threads</th><th>figure</th>"
                  "<th>measured</th><th>reference</th><th>threshold</th><th>verdict</th><th>reason</th></tr>")
     for r in rows:
-        css = {"pass": "pass", "fail": "fail", "skip": "skip", "no reference": "none", "dry run": "dry"}.get(r.verdict, "")
-        reference = f"{_fmt(r.reference)} {_esc(r.unit)}" if r.reference is not None else "no published value"
+        css = {"pass": "pass", "fail": "fail", "skip": "skip", "no reference": "none", "dry run": "dry",
+               "no verdict": "none"}.get(r.verdict, "")
+        reference = (f"{_fmt(r.reference)} {_esc(r.unit)}" if r.reference is not None
+                     else "the curve&rsquo;s shape" if r.basis.startswith("shape:") else "no published value")
         measured = f"{_fmt(r.measured)} {_esc(r.unit)}" if r.measured is not None else "-"
         bound = r.bound()
         threshold = "-" if bound is None else f"{'&le;' if r.lower is None else '&ge;'} {_fmt(bound)} {_esc(r.unit)}"
@@ -269,7 +274,8 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
                      f"<td>{measured}</td><td>{reference}</td><td>{threshold}</td><td class='{css}'>{_esc(r.verdict)}</td>"
                      f"<td>{_esc(r.reason)}</td></tr>")
     parts.append("</table>")
-    bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(rows, key=lambda r: r.figure) if r.basis and r.reference)
+    bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(rows, key=lambda r: r.figure)
+                          if r.basis and (r.reference or r.basis.startswith("shape:")))
     if bases:
         parts.append("<h2>Where each threshold comes from</h2><ul>"
                      + "".join(f"<li>{_esc(line)}</li>" for line in bases) + "</ul>")
@@ -298,21 +304,27 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     declared = lab_deviations(run)
     parts.append("<h2>Where the lab departs from its sources</h2>")
     if declared:
-        parts.append("<p>Each departure the lab file declares beside its value (a &ldquo;kit&rsquo;s choice&rdquo; "
-                     "note), as written there.</p><table><tr><th>field</th><th>value</th>"
-                     "<th>why</th><th>lab file</th></tr>")
+        parts.append("<p>Each departure from the lab&rsquo;s sources: the lab file&rsquo;s <code>deviations</code> and "
+                     "those the kit derives from its data (tool versions, launcher lines, seed arguments, the "
+                     "file system release).</p><table><tr><th>what</th><th>the source</th><th>the kit</th>"
+                     "<th>why</th><th>said in</th></tr>")
         for dev in declared:
-            parts.append(f"<tr><td><code>{_esc(dev.get('field'))}</code></td><td><code>{_esc(_short(dev.get('value')))}</code></td>"
-                         f"<td>{_esc(dev.get('note'))}</td><td>{_esc(dev.get('file'))}</td></tr>")
+            parts.append(f"<tr><td>{_esc(dev.get('what'))}</td><td>{_esc(dev.get('seed'))}</td>"
+                         f"<td>{_esc(dev.get('kit'))}</td><td>{_esc(dev.get('why'))}</td><td>{_esc(dev.get('file'))}</td></tr>")
         parts.append("</table>")
     else:
-        parts.append("<p>The lab file declares no departure from a source (no &ldquo;kit&rsquo;s choice&rdquo; note).</p>")
+        parts.append("<p>The lab declares no departure from a source.</p>")
     parts.append("<h2>References and their sources</h2><table><tr><th>workload</th><th>figure</th><th>threads</th>"
                  "<th>value</th><th>kind</th><th>source</th></tr>")
     for ref in run.references:
         src = ref.source
         parts.append(f"<tr><td>{_esc(ref.workload)}</td><td>{_esc(ref.operation)}</td><td>{_esc(ref.threads or 'sweep')}</td>"
                      f"<td>{_fmt(ref.value)} {_esc(ref.unit)}</td><td>{_esc(ref.kind)}</td>"
+                     f"<td>{_esc(src.get('document'))}: {_esc(src.get('where', ''))} {_esc(src.get('quote', ''))}</td></tr>")
+    for claim in run.shapes:
+        src = claim.source
+        parts.append(f"<tr><td>{_esc(claim.workload)}</td><td>{_esc(claim.operation)}</td>"
+                     f"<td>{claim.over[0]}-{claim.over[1]}</td><td>-</td><td>shape: {_esc(claim.claim())}</td>"
                      f"<td>{_esc(src.get('document'))}: {_esc(src.get('where', ''))} {_esc(src.get('quote', ''))}</td></tr>")
     parts.append("</table>")
     parts.extend(launcher_section(run.lab))

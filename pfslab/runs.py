@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pfslab import calibration, labs, references, state, sweeps, verdict, workloads
+from pfslab import calibration, labs, references, shapes, state, sweeps, verdict, workloads
 from pfslab.errors import KitError
 
 
@@ -65,6 +65,11 @@ class Run:
         stored = self.path / "references.yaml"
         return references.load(self.lab_name, stored if stored.is_file() else None)
 
+    @cached_property
+    def shapes(self) -> list[shapes.Shape]:
+        stored = self.path / "references.yaml"
+        return shapes.load(self.lab_name, stored if stored.is_file() else None)
+
     def patterns(self) -> dict[str, str]:
         """Workload id -> pattern, for the lab's own and imported workloads."""
         out = {w["id"]: w["pattern"] for w in self.lab.get("workloads", [])}
@@ -98,7 +103,8 @@ class Run:
     def rows(self) -> list[verdict.Row]:
         """Per-test rows, then the sweep-level ones (published plateaus, derived limits)."""
         per_test = self.test_rows()
-        return per_test + sweeps.check(per_test, self.lab, self.references, self.mode, self.patterns(), self.machine_id)
+        return per_test + sweeps.check(per_test, self.lab, self.references, self.mode, self.patterns(), self.machine_id,
+                                       self.shapes)
 
 
 def resolve(spec: str | None, lab: str | None = None) -> Run:

@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from pfslab import derive, references
+from pfslab import derive, references, shapes
 from pfslab.units import convert, kind_of
 from pfslab.verdict import Row
 
@@ -75,10 +75,29 @@ def _rule(series: list[Row], ref: references.Reference) -> Row:
     return _row(series, label, measured, ref.unit, ref.value, ref.lower, ref.upper, how, basis)
 
 
+def shape_rows(rows: list[Row], claims: list[shapes.Shape], mode: str) -> list[Row]:
+    """One row per shape claim of a measured figure: pass, fail (naming the points that
+    break it) or no verdict (the sweep did not reach the range the claim speaks of)."""
+    out = []
+    for (test, workload, figure), series in sorted(_points(rows).items()):
+        for claim in claims:
+            if claim.workload != workload or claim.operation != figure or claim.mode not in (None, mode):
+                continue
+            points = [(r.threads, r.measured or 0.0) for r in series if r.threads is not None]
+            verdict, reason = shapes.judge(claim, points)
+            src = claim.source
+            basis = f"shape: {src.get('document')}, {src.get('where') or src.get('section', '')}"
+            out.append(Row(test, workload, None, "sweep", f"{figure} (shape)", None, series[0].unit, None, None, None,
+                           verdict, reason, basis))
+    return out
+
+
 def check(rows: list[Row], lab: dict[str, Any], refs: list[references.Reference], mode: str,
-          workload_patterns: dict[str, str], machine_id: str | None = None) -> list[Row]:
-    """Sweep rows: one per sweep reference, or per derived limit where the figure has no reference at all."""
-    out: list[Row] = []
+          workload_patterns: dict[str, str], machine_id: str | None = None,
+          claims: list[shapes.Shape] | None = None) -> list[Row]:
+    """Sweep rows: one per sweep reference and shape claim, or per derived limit where the
+    figure has no reference at all."""
+    out: list[Row] = shape_rows(rows, claims or [], mode)
     derivations = derive.derive(lab)
     tolerance = references.policy()["derived"]
     for (_, workload, figure), series in sorted(_points(rows).items()):

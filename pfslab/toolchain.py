@@ -131,7 +131,7 @@ def deviations(lab: dict[str, Any]) -> list[Deviation]:
             if runs is not None and _same(runs, seed):
                 continue
             why = reasons.get((tool, seed), (None, "spack/spack.yaml has no '# seed:' line for it"))[1]
-            ran = f"runs {tool} {runs}" if runs else f"has no {tool}"
-            note = f"the source ran {tool} {seed}; the lab's {view} view ({root(view)}) {ran}: {why}"
-            out.append(Deviation(f"benchmark.toolchain ({tool})", runs, note, "spack/spack.yaml"))
+            kit = f"{tool} {runs}" if runs else f"no {tool}"
+            out.append(Deviation(f"{tool} version (benchmark.toolchain: the {view} view, {root(view)})",
+                                 f"{tool} {seed}", kit, why, "spack/spack.yaml"))
     return out

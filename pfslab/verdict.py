@@ -32,7 +32,7 @@ class Row:
     reference: float | None
     lower: float | None
     upper: float | None
-    verdict: str  # pass | fail | skip | no reference | dry run
+    verdict: str  # pass | fail | skip | no reference | dry run | no verdict (a shape the sweep cannot judge)
     reason: str
     basis: str = ""  # where the threshold comes from (or why there is none)
     derivation: list[str] = field(default_factory=list)  # a hardware-derived threshold's lines (pfslab.derive)
@@ -159,7 +159,7 @@ def table(run_rows: list[Row], lab_state: dict[str, Any] | None = None, notes: l
         cells = [cell.ljust(width) for cell, width in zip(line, widths)]
         text.append("  ".join(cells + [line[-1]]).rstrip())
     bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(run_rows, key=lambda r: r.figure)
-                          if r.basis and r.reference is not None)
+                          if r.basis and (r.reference is not None or r.basis.startswith("shape:")))
     unjudged = dict.fromkeys(f"{r.figure}: {r.reason}" for r in sorted(run_rows, key=lambda r: r.figure)
                              if r.verdict == "no reference")
     if bases:
@@ -176,10 +176,11 @@ def table(run_rows: list[Row], lab_state: dict[str, Any] | None = None, notes: l
     text.extend(notes or [])
     counts = summary(run_rows, lab_state)
     health = f"; {counts['health']}" if counts.get("health") else ""
+    undecided = f", {counts['no verdict']} shape(s) without verdict" if counts["no verdict"] else ""
     text.append(
         f"verdict: {counts['overall'].upper()}  "
         f"({counts['pass']} pass, {counts['fail']} fail, {counts['skip']} skipped, "
-        f"{counts['no reference']} without reference{health})"
+        f"{counts['no reference']} without reference{undecided}{health})"
     )
     return "\n".join(text)
 
@@ -188,7 +189,8 @@ def summary(run_rows: list[Row], lab_state: dict[str, Any] | None = None) -> dic
     """Counts and the overall verdict. A lab that was unhealthy or degraded during the
     run (``lab_state``, what the watchdog recorded) fails the run whatever its figures."""
     counts: dict[str, Any] = {
-        k: sum(1 for r in run_rows if r.verdict == k) for k in ("pass", "fail", "skip", "no reference", "dry run")
+        k: sum(1 for r in run_rows if r.verdict == k)
+        for k in ("pass", "fail", "skip", "no reference", "dry run", "no verdict")
     }
     health = ""
     if lab_state and lab_state.get("state") in ("unhealthy", "degraded"):

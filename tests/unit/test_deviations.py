@@ -1,160 +1,144 @@
-"""Departures from a lab's sources: said once in the lab file, beside the value, and shown
-in the run's report (pfslab.deviations, pfslab.report)."""
+"""Departures from a lab's sources as data: the lab file's ``deviations`` (what, the
+seed's value, the kit's, why), validated by labs/schema.json, merged with the ones the
+kit derives (tool versions, launcher lines, seed_args, the release), listed by
+``pfslab lab deviations``, kept in provenance and shown in the report."""
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pfslab import deviations, labs, report, runs
+from pfslab import deviations, labs, provenance, report, runs
 
-RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+KIT = Path(__file__).resolve().parents[2]
+RUNS = KIT / "tests" / "fixtures" / "runs"
+PFSLAB = Path(sys.executable).with_name("pfslab")
 
-LAB = """\
-# Header: every value is the seed's unless a comment says "kit's choice".
-schema_version: 1
-name: x
-filesystem:
-  mount: /mnt/x  # kit's choice: the seed gives no mount point
-  nfs:
-    # The seed's own words, no deviation here.
-    luns: 8
-    # Kit's choice: the seed does not say how the LUNs
-    # are joined.
-    lun_layout: striped
-
-    # Kit's choice: a note a blank line above a key stands beside no value.
-
-    xfs: {su: 128k,
-          sw: 8}  # kit's choice: a note on a flow mapping's last line
-    description: >-
-      Block text # kit's choice: this is text, not a comment
-node_groups:
-  - name: srv
-    count: 2  # Kit's choices, the server count.
-    hardware:
-      drives:
-        - {use: data, count: 12}
-        - {use: os, count: 2}  # the seed's
-  - name: cli
-    count: 4  # "kit's choice" quoted is not a note
-workloads:
-  - id: ior
-    steps:
-      - args: -w -r  # seed
-      # Kit's choice of flags: the PixStor line.
-      - args: -w -e
-        measures: [write]
-"""
+#: The choices issue 23 names for beegfs-medium, as a reader finds them in the listing.
+BEEGFS_CHOICES = ("storage services per dedicated storage server", "transparent huge pages",
+                  "IOzone random prepare step and cache drop", "mdtest working directory")
+#: ... and the tool and release versions the seed ran that the lab does not (seed 002: IOzone
+#: 3.487, Open MPI 1.10.7, BeeGFS 7.1.3; IOR and mdtest 3.3.0 are the seed view's own).
+BEEGFS_VERSIONS = ("iozone 3.487", "openmpi 1.10.7", "beegfs release the nodes install")
+ISSUE_CHOICES = {
+    "pixstor-capex": ("NSD (storage) servers", "High Demand Metadata Module servers"),
+    "cephfs-stria": ("placement groups per pool", "CRUSH failure domain", "OSD host layout", "ceph-mgr placement"),
+    "nss73-ha": ("NFS export and mount options", "random I/O sweep"),
+}
 
 
-def test_notes_are_found_beside_their_fields() -> None:
-    found = [(d.field, d.value, d.note) for d in deviations.from_text(LAB, "x.yaml")]
-    assert found == [
-        ("filesystem.mount", "/mnt/x", "kit's choice: the seed gives no mount point"),
-        ("filesystem.nfs.lun_layout", "striped", "Kit's choice: the seed does not say how the LUNs are joined."),
-        ("filesystem.nfs.xfs", {"su": "128k", "sw": 8}, "kit's choice: a note on a flow mapping's last line"),
-        ("node_groups[srv].count", 2, "Kit's choices, the server count."),
-        ("workloads[ior].steps[1].args", "-w -e", "Kit's choice of flags: the PixStor line."),
-    ]
+def lab_with(tmp_path: Path, entries: object) -> Path:
+    data = yaml.safe_load((KIT / "labs" / "local.yaml").read_text())
+    data["name"] = "dev"
+    data["deviations"] = entries
+    path = tmp_path / "dev.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
 
 
-def test_every_note_of_every_shipped_lab_names_a_field_the_lab_has() -> None:
-    for name in labs.lab_names():
-        for dev in deviations.for_file(labs.lab_path(name)):
-            assert dev.value is not None, f"{name}: {dev.field} ({dev.note[:40]}...) names no value"
-            assert "kit" in dev.note.lower()
+GOOD = {"what": "mount point", "seed": "not stated", "kit": "/mnt/x", "why": "the seed gives none"}
 
 
-def test_a_lab_that_extends_another_keeps_its_notes_unless_it_sets_the_field(tmp_path: Path) -> None:
-    (tmp_path / "base.yaml").write_text("name: base\nnetwork:\n  subnet: 10.1.0.0/16  # kit's choice: no addressing\n"
-                                        "filesystem:\n  mount: /mnt/b  # kit's choice: no mount\n")
-    (tmp_path / "child.yaml").write_text("extends: base\nname: child\nfilesystem:\n  mount: /mnt/c\n")
-    found = [(d.field, d.file) for d in deviations.for_file(tmp_path / "child.yaml", tmp_path)]
-    assert found == [("network.subnet", "base.yaml")]
+@pytest.mark.parametrize("missing", ["what", "seed", "kit", "why"])
+def test_a_deviation_missing_a_field_is_refused_naming_the_lab_and_the_field(tmp_path: Path, missing: str) -> None:
+    path = lab_with(tmp_path, [GOOD, {k: v for k, v in GOOD.items() if k != missing}])
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    message = str(err.value)
+    assert "\n" not in message and "dev.yaml" in message
+    assert f"deviations[1]: '{missing}' is a required property" in message
 
 
-@pytest.fixture()
-def pixstor_run(tmp_path: Path) -> runs.Run:
-    """The dry-run fixture with the current pixstor-capex lab file beside it."""
+def test_a_deviation_with_an_extra_or_empty_field_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(labs.LabError, match=r"dev\.yaml: deviations\[0\]\.field: unknown field; "
+                                            r"allowed here: kit, seed, what, why$"):
+        labs.load(str(lab_with(tmp_path, [{**GOOD, "field": "filesystem.mount"}])))
+    with pytest.raises(labs.LabError, match=r"dev\.yaml: deviations\[0\]\.why: ' ' is not allowed; allowed: .*non-empty"):
+        labs.load(str(lab_with(tmp_path, [{**GOOD, "why": " "}])))
+    assert labs.load(str(lab_with(tmp_path, [GOOD])))["deviations"] == [GOOD]
+
+
+def test_no_shipped_lab_keeps_a_departure_as_a_comment_phrase() -> None:
+    for path in sorted((KIT / "labs").glob("*.yaml")):
+        assert "kit's choice" not in path.read_text().lower(), f"{path.name}: a departure is a deviations entry"
+
+
+def listed(lab: str) -> str:
+    return subprocess.run([str(PFSLAB), "lab", "deviations", lab], capture_output=True, text=True, check=True).stdout
+
+
+def test_lab_deviations_beegfs_medium_lists_every_named_choice_and_the_tool_versions() -> None:
+    out = listed("beegfs-medium")
+    for what in (*BEEGFS_CHOICES, *BEEGFS_VERSIONS, "MPI launcher line (launcher.mpirun)", "ior arguments of ior-n1"):
+        assert what in out, what
+    # Each entry with the seed's value, the kit's and why.
+    block = out.split("- transparent huge pages")[1].split("\n- ")[0]
+    assert [line.split(":")[0].strip() for line in block.splitlines()[1:]] == ["seed", "kit", "why"]
+    assert "seed: openmpi 1.10.7\n    kit:  openmpi 4.1.8" in out
+    assert "kit:  " + labs.release(labs.load("beegfs-medium"))["installed"] in out
+
+
+@pytest.mark.parametrize("lab", sorted(ISSUE_CHOICES))
+def test_the_other_seed_labs_list_the_choices_the_issue_names(lab: str) -> None:
+    whats = [d.what for d in deviations.declared(labs.lab_path(lab))]
+    for named in ISSUE_CHOICES[lab]:
+        assert any(w.startswith(named) for w in whats), f"{lab}: {named}"
+
+
+def test_a_lab_that_extends_another_inherits_its_entries_and_adds_its_own(tmp_path: Path) -> None:
+    base = yaml.safe_load((KIT / "labs" / "local.yaml").read_text())
+    base.update(name="base", deviations=[GOOD])
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    own = {"what": "subnet", "seed": "not stated", "kit": "10.1.0.0/16", "why": "none given"}
+    (tmp_path / "child.yaml").write_text(yaml.safe_dump({"extends": "base", "name": "child", "title": "child",
+                                                          "deviations": [own]}))
+    assert labs.load(str(tmp_path / "child.yaml"), tmp_path)["deviations"] == [GOOD, own]
+    found = [(d.what, d.file) for d in deviations.declared(tmp_path / "child.yaml", tmp_path)]
+    assert found == [("mount point", "base.yaml"), ("subnet", "child.yaml")]
+    # The shipped scalable configurations inherit beegfs-medium's.
+    small = [d.what for d in deviations.declared(labs.lab_path("beegfs-small+2"))]
+    assert all(any(w.startswith(c) for w in small) for c in BEEGFS_CHOICES)
+
+
+def test_provenance_and_a_dry_runs_report_show_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A dry run records provenance (scripts/dry-run: pfslab record) before ReFrame writes
+    # its job scripts: the dry-run fixture's ReFrame report under beegfs-medium's record.
+    monkeypatch.delenv("PFSLAB_RUN_DIR", raising=False)
+    run_dir = tmp_path / "beegfs-medium" / "run"
+    shutil.copytree(RUNS / "pixstor-capex-dry-run", run_dir)
+    for name in ("references.yaml", "provenance.json", "lab.json", "lab.yaml"):
+        (run_dir / name).unlink(missing_ok=True)
+    data = provenance.record(run_dir, "beegfs-medium", "/nonexistent")
+    recorded = json.loads((run_dir / "provenance.json").read_text())["deviations"]
+    assert recorded == data["deviations"]
+    whats = [d["what"] for d in recorded]
+    for named in (*BEEGFS_CHOICES, "iozone version", "openmpi version", "beegfs release the nodes install"):
+        assert any(w.startswith(named) for w in whats), named
+    assert all(set(d) == {"what", "seed", "kit", "why", "file"} and all(d.values()) for d in recorded)
+    page = report.build(runs.Run(run_dir), tmp_path / "out").read_text()
+    section = page.split("<h2>Where the lab departs from its sources</h2>")[1].split("<h2>")[0]
+    for dev in recorded:
+        row = (f"<tr><td>{html.escape(dev['what'])}</td><td>{html.escape(dev['seed'])}</td>"
+               f"<td>{html.escape(dev['kit'])}</td><td>{html.escape(dev['why'])}</td><td>{html.escape(dev['file'])}</td></tr>")
+        assert row in section, dev["what"]
+
+
+def test_a_report_shows_what_the_run_recorded_even_in_the_earlier_format(tmp_path: Path) -> None:
     run_dir = tmp_path / "pixstor-capex" / "run"
     shutil.copytree(RUNS / "pixstor-capex-dry-run", run_dir)
-    shutil.copy2(labs.lab_path("pixstor-capex"), run_dir / "lab.yaml")
-    return runs.Run(run_dir)
-
-
-def test_the_report_lists_the_labs_declared_departures(pixstor_run: runs.Run, tmp_path: Path) -> None:
-    page = report.build(pixstor_run, tmp_path / "out").read_text()
-    assert "<h2>Where the lab departs from its sources</h2>" in page
-    section = page.split("<h2>Where the lab departs from its sources</h2>")[1].split("<h2>")[0]
-    assert "<td><code>filesystem.gpfs.metadata_block_size</code></td><td><code>2M</code></td>" in section
-    assert "only 2 MiB blocks" in section and "<td>lab.yaml</td>" in section
-    assert "<td><code>network.subnet</code></td><td><code>10.10.0.0/16</code></td>" in section
-
-
-def test_the_report_shows_what_the_run_recorded(pixstor_run: runs.Run, tmp_path: Path) -> None:
-    # provenance.json keeps the notes as the run's lab file had them; a later lab file
-    # does not change the report of an earlier run.
-    prov = pixstor_run.path / "provenance.json"
+    prov = run_dir / "provenance.json"
     data = json.loads(prov.read_text())
-    data["deviations"] = [{"field": "filesystem.gpfs.pagepool", "value": "8G", "note": "Kit's choice: a recorded note",
+    data["deviations"] = [{"field": "filesystem.gpfs.pagepool", "value": "8G", "note": "a recorded note",
                            "file": "pixstor-capex.yaml"}]
     prov.write_text(json.dumps(data))
-    page = report.build(runs.Run(pixstor_run.path), tmp_path / "out").read_text()
-    assert "Kit&#x27;s choice: a recorded note" in page and "metadata_block_size" not in page.split("Where the lab departs")[1].split("<h2>")[0]
-
-
-def test_the_report_shows_the_installed_release_beside_the_sources(tmp_path: Path) -> None:
-    # A run of beegfs-small: the dry-run fixture's results (they do not matter here) under
-    # beegfs-small's resolved lab and lab file.
-    run_dir = tmp_path / "beegfs-small" / "run"
-    shutil.copytree(RUNS / "pixstor-capex-dry-run", run_dir)
-    (run_dir / "lab.json").write_text(json.dumps(labs.load("beegfs-small")))
-    (run_dir / "references.yaml").unlink()
-    shutil.copy2(labs.lab_path("beegfs-small"), run_dir / "lab.yaml")
-    run = runs.Run(run_dir)
-    installed = labs.release(run.lab)["installed"]
-    assert installed and installed != "7.1.3"
-    page = report.build(run, tmp_path / "out").read_text()
-    assert (f"<tr><th>file system</th><td>beegfs: the kit installs {installed} (filesystem.beegfs.repo.version); "
-            "the lab&#x27;s source ran 7.1.3 (filesystem.version)</td></tr>") in page
-    # The note beside filesystem.version comes from the lab it extends.
-    assert "<td><code>filesystem.version</code></td><td><code>7.1.3</code></td>" in page
-    assert "<td>beegfs-medium.yaml</td>" in page
-
-
-def test_pfslab_lab_deviations_prints_them_with_the_installed_release() -> None:
-    import subprocess
-    import sys
-
-    out = subprocess.run([str(Path(sys.executable).with_name("pfslab")), "lab", "deviations", "beegfs-small"],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
-    installed = labs.release(labs.load("beegfs-small"))["installed"]
-    assert out[0] == (f"filesystem.beegfs.repo.version = {installed}: the release the nodes install "
-                      "(filesystem.version, what the lab's source ran: 7.1.3)")
-    assert out[1].startswith('filesystem.version = "7.1.3"  [beegfs-medium.yaml] Table 3. Kit\'s choice: ')
-
-
-def test_pfslab_lab_deviations_prints_the_tool_versions_the_seed_step_and_a_release_the_kit_does_not_choose() -> None:
-    import subprocess
-    import sys
-
-    def deviations_of(lab: str) -> list[str]:
-        return subprocess.run([str(Path(sys.executable).with_name("pfslab")), "lab", "deviations", lab],
-                              capture_output=True, text=True, check=True).stdout.splitlines()
-
-    out = deviations_of("pixstor-capex")
-    assert out[0] == ('filesystem.version = "5.0.4-2": what the lab\'s source ran; the nodes run the release their gpfs '
-                      "packages bring (the distribution's or the user's installer, not the kit's to choose), which may differ")
-    versions = [line for line in out if line.startswith("benchmark.toolchain (")]
-    assert [line.split(" = ")[0] for line in versions] == [
-        "benchmark.toolchain (fio)", "benchmark.toolchain (iozone)", "benchmark.toolchain (openmpi)"]
-    assert versions[2].startswith('benchmark.toolchain (openmpi) = "4.1.8"  [spack/spack.yaml] the source ran openmpi 4.0.1; '
-                                  "the lab's seed view (/opt/pfslab/view-seed) runs openmpi 4.1.8: ")
-    # A reproduction runs the seed lab's workloads: the note is that file's.
-    step = [line for line in deviations_of("azure-beegfs-medium") if line.startswith("workloads[ior-n1]")]
-    assert len(step) == 1 and "  [beegfs-medium.yaml] {beegfs_striping} is the seed's" in step[0]
-    assert "(the source's: -w -r -i 3 -d 3 -e -O beegfsNumTargets={beegfs_targets}" in step[0]
+    page = report.build(runs.Run(run_dir), tmp_path / "out").read_text()
+    section = page.split("<h2>Where the lab departs from its sources</h2>")[1].split("<h2>")[0]
+    assert "<tr><td>filesystem.gpfs.pagepool</td><td></td><td>8G</td><td>a recorded note</td>" in section
+    assert "metadata block size" not in section

@@ -258,15 +258,17 @@ def test_pixstor_gpfs_settings_are_the_seeds() -> None:
     # The kit's choice that makes GPFS 5.x give the seed's 256 subblocks of 32 KiB (the
     # role's arithmetic is tested with this lab in tests/bats/roles_gpfs.bats).
     assert gpfs["metadata_block_size"] == "2M"
-    assert "filesystem.gpfs.metadata_block_size" in {d.field for d in deviations.for_file(labs.lab_path(PIXSTOR))}
+    found = {d.what: d for d in deviations.declared(labs.lab_path(PIXSTOR))}
+    assert found["GPFS metadata block size (filesystem.gpfs.metadata_block_size)"].kit.startswith("2M")
 
 
 def test_nss_volume_and_nfsd_threads_are_explicit_kits_choices() -> None:
     nfs = load(NSS)["filesystem"]["nfs"]
     assert (nfs["lun_layout"], nfs["server_threads"]) == ("striped", 256)
-    notes = {d.field: d.note for d in deviations.for_file(labs.lab_path(NSS))}
-    assert notes["filesystem.nfs.lun_layout"].startswith("Kit's choice: the seed does not say how its 8 LUNs")
-    assert notes["filesystem.nfs.server_threads"].startswith("Kit's choice: the seed gives no nfsd thread count")
+    found = {d.what: d for d in deviations.declared(labs.lab_path(NSS))}
+    layout, threads = found["how the 8 LUNs make one XFS (filesystem.nfs.lun_layout)"], found["nfsd threads (filesystem.nfs.server_threads)"]
+    assert (layout.seed, threads.seed, threads.kit) == ("not stated (\"8 LUNs, lineares 8+2 RAID 6\")", "not stated", "256")
+    assert layout.kit.startswith("striped") and "from a default of 8 to 256" in threads.why
 
 
 def test_beegfs_labs_say_beside_the_version_that_the_kit_installs_another_release() -> None:
@@ -275,8 +277,10 @@ def test_beegfs_labs_say_beside_the_version_that_the_kit_installs_another_releas
         release = labs.release(lab)
         assert (release["characterised"], release["installed_field"]) == ("7.1.3", "filesystem.beegfs.repo.version")
         assert release["installed"] == registry.family("beegfs").settings["beegfs"]["properties"]["repo"]["properties"]["version"]["default"]
-        notes = {d.field: d.note for d in deviations.for_file(labs.lab_path(lab_file(name)))}
-        assert "not the seed's 7.1.3" in notes["filesystem.version"], name
+        found = {d.what: d for d in deviations.release(lab)}
+        listed = found["beegfs release the nodes install (filesystem.beegfs.repo.version)"]
+        assert (listed.seed, listed.kit) == ("7.1.3", release["installed"]), name
+        assert "ThinkParQ's 7.1 repository has no Debian 12 suite" in listed.why
     assert len(labs.client_nodes(load(PIXSTOR))) == 16
 
 
