@@ -201,6 +201,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                 lines.append('"$PFSLAB_ROOT/scripts/drop-caches"')
             else:
                 out = step.output if "*" not in step.output else f"{self.stagedir}/step{n}.launcher.out"
+                lines.append(f"pfslab_transient={shlex.quote(step.transient)}")
                 lines.append(f"pfslab_step {n} {shlex.quote(out)} {shlex.quote(step.command)}")
                 if step.collect:
                     lines.append(f"mv {step.collect} {shlex.quote(self.stagedir)}/")

@@ -12,7 +12,21 @@ pfslab_step() {
   pfslab_n=$1 pfslab_out=$2; shift 2
   if [ "$pfslab_status" -ne 0 ]; then echo "pfslab: step $pfslab_n skipped after a failure"; return; fi
   echo "pfslab: step $pfslab_n: $*"
-  eval "$*" >"$pfslab_out" 2>&1; pfslab_rc=$?
+  pfslab_try=1
+  while :; do
+    eval "$*" >"$pfslab_out" 2>&1; pfslab_rc=$?
+    # A tool that failed to start (pfslab_transient: its own message for that) is tried
+    # again, twice at most; each failed try's output is kept beside the step's.
+    if [ "$pfslab_rc" -ne 0 ] && [ "$pfslab_try" -lt 3 ] && [ -n "${pfslab_transient:-}" ] &&
+      grep -Eq "$pfslab_transient" "$pfslab_out"; then
+      mv "$pfslab_out" "$pfslab_out.try$pfslab_try"
+      echo "pfslab: step $pfslab_n try $pfslab_try did not start (exit $pfslab_rc: $(grep -Em1 "$pfslab_transient" "$pfslab_out.try$pfslab_try")); output kept in $pfslab_out.try$pfslab_try; trying again"
+      pfslab_try=$((pfslab_try + 1))
+      sleep 2
+      continue
+    fi
+    break
+  done
   cat "$pfslab_out"
   echo "pfslab: step $pfslab_n exit status $pfslab_rc"
   [ "$pfslab_rc" -eq 0 ] || pfslab_status=$pfslab_rc
