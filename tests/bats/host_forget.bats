@@ -193,3 +193,108 @@ assert_left_as_found() {
   [ ! -e /dev/md/pfs_meta0 ]
   assert_left_as_found
 }
+
+# md and LVM as host-forget sees them through mdadm, vgs, lvs and pvs: stand-ins whose
+# state is files in $SHIM_STATE (this machine's kernel has neither md nor device-mapper).
+# The member devices are real loop devices of the test, which no stand-in writes.
+md_lvm_shims() {
+  mkdir -p "$SHIM_STATE/md"
+  shim mdadm '
+case $1 in
+  --detail) f=$SHIM_STATE/md/$(basename "${!#}"); [[ -e $f ]] || exit 1
+            while read -r m; do echo "MD_DEVICE_dev_${m##*/}_DEV=$m"; done <"$f" ;;
+  --stop) rm "$SHIM_STATE/md/$(basename "$2")" ;;
+  --examine) grep -qx "$2" "$SHIM_STATE/superblocks" ;;
+  --zero-superblock) sed -i "\|^$2\$|d" "$SHIM_STATE/superblocks" ;;
+esac'
+  shim vgs '[[ -e $SHIM_STATE/vg-$1 ]]'
+  shim lvs 'if [[ $1 == --noheadings ]]; then cat "$SHIM_STATE/vg-${!#}"; else grep -qx "  ${1#*/}" "$SHIM_STATE/vg-${1%%/*}" 2>/dev/null; fi'
+  shim pvs '
+if [[ $* == *"-S vg_name="* ]]; then vg=${!#}; sed "s/^/  /" "$SHIM_STATE/pvs-${vg#vg_name=}" 2>/dev/null; exit 0; fi
+grep -qx "${!#}" "$SHIM_STATE/pvlabels" || exit 5
+if grep -qx "${!#}" "$SHIM_STATE/pvs-pfsnfs" 2>/dev/null; then echo "  pfsnfs"; else echo "  "; fi'
+  shim lvremove 'sed -i "\|^  ${2#*/}\$|d" "$SHIM_STATE/vg-${2%%/*}"'
+  shim vgremove 'rm "$SHIM_STATE/vg-$2" "$SHIM_STATE/pvs-$2"'
+  shim pvremove 'sed -i "\|^$2\$|d" "$SHIM_STATE/pvlabels"'
+}
+
+ledger() { jq -cn "$@" >>"$ROOT/var/lib/pfslab/host-changes"; }
+
+forget() {
+  : >"$SHIM_LOG"
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" HOME="$HOME" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" \
+    PFSLAB_MOUNTS="$SHIM_STATE/mounts" PFSLAB_SYSROOT="$ROOT" \
+    bash "$KIT/scripts/host-forget" lab-t "pfslab-inner lab=lab-t" /mnt/nfs /opt/pfslab
+}
+
+@test "md arrays and LVM volumes the lab made: stopped and removed before their lines go; a mounted array, a changed array or a group with another volume stays, said in one line, and a second lab-down finishes" {
+  md_lvm_shims
+  local m=() i
+  for i in 0 1 2 3 4 5 6 7; do new_loop && m+=("$DEV"); done
+  FSTAB_SUM=$(sha256sum <"$ROOT/etc/fstab")
+  MDADM_SUM=$(sha256sum <"$ROOT/etc/mdadm/mdadm.conf")
+  mkdir -p "$ROOT/var/lib/pfslab"
+  # What lab-up did (the roles' records) and left: three arrays and a volume group.
+  local fstab_meta="UUID=aaaa /data/beegfs/meta0 ext4 noatime,nofail 0 0" fstab_export="UUID=bbbb /export xfs noatime,nofail 0 0"
+  echo "$fstab_meta" >>"$ROOT/etc/fstab"
+  echo "$fstab_export" >>"$ROOT/etc/fstab"
+  ledger --arg l "$fstab_meta" '{op: "line", file: "/etc/fstab", line: $l}'
+  ledger --arg l "$fstab_export" '{op: "line", file: "/etc/fstab", line: $l}'
+  for i in meta0 meta1 stor0; do
+    echo "ARRAY /dev/md/pfs_$i metadata=1.2 name=pfs_$i UUID=00:$i" >>"$ROOT/etc/mdadm/mdadm.conf"
+    ledger --arg l "ARRAY /dev/md/pfs_$i metadata=1.2 name=pfs_$i UUID=00:$i" '{op: "line", file: "/etc/mdadm/mdadm.conf", line: $l}'
+  done
+  ledger --arg a "${m[0]}" --arg b "${m[1]}" '{op: "md", dev: "/dev/md/pfs_meta0", members: [$a, $b]}'
+  ledger --arg a "${m[2]}" --arg b "${m[3]}" '{op: "md", dev: "/dev/md/pfs_meta1", members: [$a, $b]}'
+  ledger --arg a "${m[4]}" --arg b "${m[5]}" '{op: "md", dev: "/dev/md/pfs_stor0", members: [$a, $b]}'
+  ledger --arg a "${m[6]}" --arg b "${m[7]}" '{op: "lvm", vg: "pfsnfs", lv: "export", pvs: [$a, $b]}'
+  printf '%s\n' "${m[0]}" "${m[1]}" >"$SHIM_STATE/md/pfs_meta0"
+  printf '%s\n' "${m[2]}" "${m[3]}" >"$SHIM_STATE/md/pfs_meta1"
+  # pfs_stor0 runs on one of its members only now (the other was swapped out by hand).
+  printf '%s\n' "${m[4]}" >"$SHIM_STATE/md/pfs_stor0"
+  printf '%s\n' "${m[@]:0:6}" >"$SHIM_STATE/superblocks"
+  # The volume group holds a volume the lab did not make.
+  printf '  %s\n' export scratch >"$SHIM_STATE/vg-pfsnfs"
+  printf '%s\n' "${m[6]}" "${m[7]}" | tee "$SHIM_STATE/pvs-pfsnfs" >"$SHIM_STATE/pvlabels"
+  # The lab's own mount, and a mount of pfs_meta1 that is not the lab's.
+  printf '%s\n' "/data/beegfs/meta0 ext4 /dev/md/pfs_meta0" "/srv/other ext4 /dev/md/pfs_meta1" >"$SHIM_STATE/mounts"
+  forget
+  assert_failure 2
+  assert_line "host-forget: unmounted /data/beegfs/meta0 (the lab's fstab line)"
+  assert_line "host-forget: stopped md array /dev/md/pfs_meta0"
+  assert_line "host-forget: md array /dev/md/pfs_meta1 is mounted or held; left running, with its mdadm.conf line and superblocks"
+  assert_line "host-forget: md array /dev/md/pfs_stor0 is made of ${m[4]}, not of the lab's ${m[4]} ${m[5]}; left running, with its mdadm.conf line and superblocks"
+  assert_line "host-forget: volume group pfsnfs holds volumes the lab did not make (scratch); it stays"
+  assert_line "host-forget: some of what lab lab-t added to this host stays (lines above); kept its ledger in /var/lib/pfslab: run lab-down again once that is freed"
+  # The array is stopped before its members' superblocks are cleared; nothing else is.
+  run calls mdadm
+  assert_line --index 0 --regexp "^mdadm --detail --export /dev/md/pfs_stor0$"
+  [ "$(calls mdadm | grep -n -- "--stop" | cut -d: -f1)" -lt "$(calls mdadm | grep -n -- "--zero-superblock ${m[0]}" | cut -d: -f1)" ]
+  [ -z "$(calls mdadm | grep -e "--stop /dev/md/pfs_meta1" -e "--stop /dev/md/pfs_stor0" -e "--zero-superblock ${m[2]}" -e "--zero-superblock ${m[4]}")" ]
+  [ -z "$(calls lvremove; calls vgremove; calls pvremove)" ]
+  assert_equal "$(cat "$SHIM_STATE/superblocks")" "$(printf '%s\n' "${m[@]:2:4}")"
+  # The lines of what was taken down go; those of what stays, and the host's, stay.
+  assert_equal "$(tail -n 2 "$ROOT/etc/mdadm/mdadm.conf")" "ARRAY /dev/md/pfs_meta1 metadata=1.2 name=pfs_meta1 UUID=00:meta1
+ARRAY /dev/md/pfs_stor0 metadata=1.2 name=pfs_stor0 UUID=00:stor0"
+  assert_equal "$(sha256sum <"$ROOT/etc/fstab")" "$FSTAB_SUM"
+  assert_equal "$(stat -c '%a %U' "$ROOT/etc/mdadm/mdadm.conf")" "640 root"
+  [ -s "$ROOT/var/lib/pfslab/host-changes" ]
+  # Freed by hand: the other mount gone, the array whole again, the other volume removed.
+  printf '%s\n' "${m[4]}" "${m[5]}" >"$SHIM_STATE/md/pfs_stor0"
+  : >"$SHIM_STATE/mounts"
+  printf '  %s\n' export >"$SHIM_STATE/vg-pfsnfs"
+  forget
+  assert_success
+  assert_line "host-forget: stopped md array /dev/md/pfs_meta1"
+  assert_line "host-forget: stopped md array /dev/md/pfs_stor0"
+  assert_line "host-forget: removed LVM volume pfsnfs/export and its volume group"
+  run calls
+  assert_line "lvremove -y pfsnfs/export"
+  assert_line "vgremove -y pfsnfs"
+  assert_line "pvremove -y ${m[6]}"
+  assert_line "pvremove -y ${m[7]}"
+  [ ! -s "$SHIM_STATE/superblocks" ] && [ ! -s "$SHIM_STATE/pvlabels" ]
+  assert_equal "$(sha256sum <"$ROOT/etc/mdadm/mdadm.conf")" "$MDADM_SUM"
+  assert_equal "$(sha256sum <"$ROOT/etc/fstab")" "$FSTAB_SUM"
+  [ ! -e "$ROOT/var/lib/pfslab" ]
+}
