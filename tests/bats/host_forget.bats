@@ -152,6 +152,10 @@ assert_left_as_found() {
   # The client's health passes with its nofail line.
   role "$NFS" nfs health client
   assert_success
+  # The ledger holds the host's own paths, none of the kit's folders (removed whole).
+  assert_equal "$(jq -r 'select(.op == "file") | .file' "$ROOT/var/lib/pfslab/host-changes" | LC_ALL=C sort | paste -sd' ')" \
+    "/etc/apt/keyrings/beegfs.asc /etc/apt/sources.list.d/beegfs.list /etc/beegfs/meta0.d/beegfs-meta.conf /etc/beegfs/meta0.d/connInterfacesFile /etc/beegfs/storage0.d/beegfs-storage.conf /etc/beegfs/storage0.d/connInterfacesFile /etc/exports.d/pfslab.exports /etc/nfs.conf.d/90-pfslab.conf /etc/systemd/system/beegfs-meta@meta0.service.d/90-pfslab-numa.conf /etc/systemd/system/beegfs-storage@storage0.service.d/90-pfslab-numa.conf"
+  [ -z "$(jq -r '.file // .dir // empty' "$ROOT/var/lib/pfslab/host-changes" | grep -e '^/var/lib/pfslab' -e '^/etc/pfslab')" ]
   # An admin's line added while the lab ran stays.
   echo "//nas/share /nas cifs credentials=/root/.nas,nofail 0 0" >>"$ROOT/etc/fstab"
   lab_down
