@@ -368,7 +368,7 @@ ensure_line() {
   # A new file (fstab, mdadm.conf) is a system file every user may read.
   if [[ ! -e $file ]]; then
     : >"$file" && chmod 644 "$file"
-    # Removed at lab-down only when nothing but the lab's lines was ever in it.
+    # Removed at lab-down only when, its lab lines gone, it is empty.
     if p=$(host_path "$file"); then record_change "$(jq -cn --arg f "$p" '{op: "file", file: $f, lines: true}')"; fi
   fi
   grep -qxF -- "$line" "$file" && return 0
