@@ -57,6 +57,9 @@ main() {
   for c in $PFSLAB_COMPONENTS; do
     install_step "$PFSLAB_FAMILY" "$c"
   done
+  # What the bake added (a repository's list and key) is the image's, not a lab's: no
+  # lab-down may take it back (scripts/host-forget reads this ledger).
+  rm -f /var/lib/pfslab/host-changes
   rm -f "$config"
 }
 

@@ -27,17 +27,20 @@ family_default() {
 
 # Write stdin to a file when its content differs; print "changed" when it did.
 # Usage: write_file PATH [MODE] < content      (PATH is taken as given, not prefixed)
+# A file made where there was none is recorded for lab-down (record_created).
 write_file() {
-  local path=$1 mode=${2:-644} tmp
-  mkdir -p "$(dirname "$path")"
+  local path=$1 mode=${2:-644} tmp new=
+  make_dir "$(dirname "$path")"
   tmp=$(mktemp "$(dirname "$path")/.$(basename "$path").XXXXXX")
   cat >"$tmp"
   if cmp -s "$tmp" "$path"; then
     rm -f "$tmp"
     return 0
   fi
+  [[ -e $path ]] || new=1
   chmod "$mode" "$tmp"
   mv "$tmp" "$path"
+  [[ -z $new ]] || record_created "$path"
   log "wrote ${path#"${PFSLAB_SYSROOT:-}"}"
   echo changed
 }
@@ -90,6 +93,73 @@ dev_exists() {
   local p
   p=$(sysroot "$1")
   [[ -b $p ]] || { [[ -n ${PFSLAB_SYSROOT:-} && -e $p ]]; }
+}
+
+# ---- the host's own files: what the lab adds, lab-down takes back -------------------------
+
+# What the roles add to the host outside the kit's own folders, one JSON object a line in
+# <paths.state>/host-changes (next to claimed-devices), for lab-down on an existing host
+# (scripts/host-forget) to undo exactly that and nothing else:
+#   {"op":"line","file":F,"line":L}   a line ensure_line appended (fstab, mdadm.conf)
+#   {"op":"file","file":F}            a file a role made where there was none
+#   {"op":"dir","dir":D}              a folder a role made where there was none
+#   {"op":"md","dev":D,"members":[..]}        an md array the role created
+#   {"op":"lvm","vg":V,"lv":L,"pvs":[..]}     an LVM volume the role created
+# Paths are the node's (without PFSLAB_SYSROOT). Nothing is recorded without a node
+# config that names paths.state, nor for a path under the kit's own folders (paths.*,
+# /etc/pfslab, the kit): lab-down removes those whole.
+host_ledger() {
+  local state
+  [[ -n ${PFSLAB_NODE_CONFIG:-} ]] || return 1
+  state=$(cfg_opt '.paths.state')
+  [[ -n $state ]] || return 1
+  sysroot "$state/host-changes"
+}
+
+# Append one record (a JSON object) to the ledger; nothing when there is no ledger.
+record_change() {
+  local ledger
+  ledger=$(host_ledger) || return 0
+  mkdir -p "$(dirname "$ledger")" || die "cannot record a change to the host: $(dirname "$ledger") cannot be made"
+  printf '%s\n' "$1" >>"$ledger" || die "cannot record a change to the host in $ledger"
+}
+
+# The node's path of a path a role wrote (PFSLAB_SYSROOT taken off), when it is the
+# host's own: not under the kit's folders, nor outside the sysroot. Fails otherwise.
+host_path() {
+  local p=$1 root=${PFSLAB_SYSROOT:-} own owns=()
+  if [[ -n $root ]]; then
+    [[ $p == "$root"/* ]] || return 1
+    p=${p#"$root"}
+  fi
+  mapfile -t owns < <(cfg_opt '.paths | (.state, .run, .log, .cluster) // empty' 2>/dev/null)
+  for own in /etc/pfslab "$PFSLAB_ROOT" "${owns[@]}"; do
+    [[ -n $own && ($p == "$own" || $p == "$own"/*) ]] && return 1
+  done
+  printf '%s\n' "$p"
+}
+
+# mkdir -p that records each folder it makes in the host's own tree (topmost first, so
+# lab-down removes them deepest first, each only when empty).
+make_dir() {
+  local dir=$1 missing=() d p
+  d=$dir
+  while [[ -n $d && $d != / && ! -e $d ]]; do
+    missing=("$d" "${missing[@]}")
+    d=$(dirname "$d")
+  done
+  mkdir -p "$dir"
+  for d in "${missing[@]}"; do
+    p=$(host_path "$d") || continue
+    record_change "$(jq -cn --arg d "$p" '{op: "dir", dir: $d}')"
+  done
+}
+
+# Record that a role made the file PATH (given with the sysroot) where there was none.
+record_created() {
+  local p
+  p=$(host_path "$1") || return 0
+  record_change "$(jq -cn --arg f "$p" '{op: "file", file: $f}')"
 }
 
 # ---- devices: never erase what the lab was not given ------------------------------
@@ -289,14 +359,23 @@ NUMAMask=$numa
 EOF
 }
 
-# Append a line to a file unless an identical line is already there.
+# Append a line to a file unless an identical line is already there. The line, and the
+# file when there was none, are recorded for lab-down (host_ledger): it takes back that
+# line and no other.
 ensure_line() {
-  local file=$1 line=$2
-  mkdir -p "$(dirname "$file")"
+  local file=$1 line=$2 p
+  make_dir "$(dirname "$file")"
   # A new file (fstab, mdadm.conf) is a system file every user may read.
-  [[ -e $file ]] || { : >"$file" && chmod 644 "$file"; }
+  if [[ ! -e $file ]]; then
+    : >"$file" && chmod 644 "$file"
+    # Removed at lab-down only when, its lab lines gone, it is empty.
+    if p=$(host_path "$file"); then record_change "$(jq -cn --arg f "$p" '{op: "file", file: $f, lines: true}')"; fi
+  fi
   grep -qxF -- "$line" "$file" && return 0
+  # A host file whose last line has no newline: the lab's line must not join it.
+  [[ ! -s $file || -z $(tail -c 1 "$file") ]] || printf '\n' >>"$file"
   printf '%s\n' "$line" >>"$file"
+  if p=$(host_path "$file"); then record_change "$(jq -cn --arg f "$p" --arg l "$line" '{op: "line", file: $f, line: $l}')"; fi
   log "added to ${file#"${PFSLAB_SYSROOT:-}"}: $line"
 }
 
@@ -326,9 +405,12 @@ mkfs_once() {
 }
 
 # Persist and mount a file system: an fstab line by UUID, then mount it if it is not.
+# The line says nofail: a host whose lab device is gone (the lab taken down, the drive
+# pulled) still boots instead of waiting at the fstab for it.
 mount_persistent() {
   local dev=$1 mnt=$2 fstype=$3 opts=$4 uuid
-  mkdir -p "$(sysroot "$mnt")"
+  [[ ,$opts, == *,nofail,* ]] || opts+=,nofail
+  make_dir "$(sysroot "$mnt")"
   uuid=$(blkid -s UUID -o value "$dev") || die "no UUID on $dev after mkfs"
   ensure_line "$(sysroot /etc/fstab)" "UUID=$uuid $mnt $fstype $opts 0 0"
   is_mounted "$mnt" || mount "$mnt"

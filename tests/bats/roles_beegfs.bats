@@ -54,7 +54,7 @@ mkdir -p "$PFSLAB_SYSROOT$p" && : >"$PFSLAB_SYSROOT$p/format.conf"'
   assert_line --index 5 "beegfs-setup-meta -c $ROOT/etc/beegfs/meta5.d/beegfs-meta.conf -p /data/beegfs/meta5/beegfs_meta -s 6 -S mds0-numa0-meta5 -m mgmt0"
   run calls mount
   assert_line --index 0 "mount /data/beegfs/meta0"
-  grep -qx "UUID=uuid_dev_md_pfs_meta0 /data/beegfs/meta0 ext4 noatime,nodiratime 0 0" "$ROOT/etc/fstab"
+  grep -qx "UUID=uuid_dev_md_pfs_meta0 /data/beegfs/meta0 ext4 noatime,nodiratime,nofail 0 0" "$ROOT/etc/fstab"
   grep -qx "ARRAY /dev/md/pfs_meta0 metadata=1.2 name=pfs_meta0 UUID=00:pfs_meta0" "$ROOT/etc/mdadm/mdadm.conf"
   # The seed's metadata tuning, the instance's own port and interfaces.
   conf=$ROOT/etc/beegfs/meta1.d/beegfs-meta.conf

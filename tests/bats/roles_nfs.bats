@@ -34,7 +34,7 @@ setup() {
   assert_line --index 2 "lvcreate -y -n export -i 8 -I 1024k -l 100%FREE pfsnfs"
   assert_line "mkfs.xfs -d su=128k,sw=8 /dev/pfsnfs/export"
   assert_line "mount /export"
-  grep -qx "UUID=uuid_dev_pfsnfs_export /export xfs noatime 0 0" "$ROOT/etc/fstab"
+  grep -qx "UUID=uuid_dev_pfsnfs_export /export xfs noatime,nofail 0 0" "$ROOT/etc/fstab"
   assert_equal "$(tail -n 1 "$ROOT/etc/exports.d/pfslab.exports")" "/export 10.10.0.20(rw,sync,no_root_squash,no_subtree_check) 10.10.0.21(rw,sync,no_root_squash,no_subtree_check)"
   assert_equal "$(tail -n 2 "$ROOT/etc/nfs.conf.d/90-pfslab.conf")" "[nfsd]
 threads=256"
@@ -160,7 +160,7 @@ width = 256"
   role "$cfg" nfs up client
   assert_success
   assert_equal "$(calls mount)" "mount -t nfs -o vers=3,proto=tcp,rsize=1048576,wsize=1048576 10.10.0.100:/export /mnt/nfs"
-  grep -qx "10.10.0.100:/export /mnt/nfs nfs vers=3,proto=tcp,rsize=1048576,wsize=1048576,_netdev 0 0" "$ROOT/etc/fstab"
+  grep -qx "10.10.0.100:/export /mnt/nfs nfs vers=3,proto=tcp,rsize=1048576,wsize=1048576,_netdev,nofail 0 0" "$ROOT/etc/fstab"
   role "$cfg" nfs health client
   assert_success
   : >"$SHIM_LOG"
