@@ -25,6 +25,7 @@ RUN ?=
 A ?=
 B ?=
 REFRAME_ARGS ?=
+TESTS ?=
 # A local lab's bridge and subnet instead of its file's (a second checkout on the same
 # host: README "Two checkouts on one host"); OWNER tags a cloud lab's resources.
 BRIDGE ?=
@@ -146,7 +147,7 @@ demo: ## The first command on a new machine: what the demo needs, the local lab,
 	TOOLS_MIRROR=$(call sq,$(TOOLS_MIRROR)) scripts/demo
 
 test: deps-test ## All offline tests: pytest, bats, terraform, shellcheck, mypy, checkov (installs what they need)
-	$(MAKE) --no-print-directory test-python test-bats test-terraform lint checkov
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-python test-bats test-terraform lint checkov
 
 test-python: ## Unit tests of the kit's Python code (parsers, labs, workloads, verdicts)
 	$(PYTHON) -m pytest -q tests/unit
@@ -172,8 +173,8 @@ lock: ## On a host that reaches PyPI: regenerate the hash-locked requirements*.l
 test-images: ## The qemu image for real: build + boot (root, Debian mirror; about 10-15 min under TCG)
 	PFSLAB_TEST_IMAGES=1 bats tests/images
 
-test-lab: ## The local lab for real from a clone at a random path: failed lab-ups undone, up, repair, quick suite, down; two checkouts (root; CI runs it)
-	scripts/test-lab
+test-lab: ## The local lab for real from a clone at a random path: failed lab-ups undone, up, repair, quick suite, down; two checkouts (root; CI runs it; TESTS='tests/lab/<file>.bats ...' runs those only)
+	scripts/test-lab $(TESTS)
 
 test-cloud: ## Terraform applied for real to an EC2 API emulator: lab-up, lab-down, killed applies, leftovers, expiry (CI runs it)
 	timeout 1800 bats tests/cloud
