@@ -148,8 +148,10 @@ done
 [[ $MODE != fail ]] || { echo "No components were able to be opened in the pml framework." >&2; exit 1; }'
 }
 
+# PFSLAB_TOOL_PATH: the shims before any IOR this checkout's `make tools` built (CI builds
+# them while these tests run).
 probe_preflight() {
-  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" \
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" PFSLAB_TOOL_PATH="$SHIMS" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_BUILD="$BUILD" \
     PROBE_BUILD="$BUILD" KIT="$KIT" MODE="$1" HOME="$BATS_TEST_TMPDIR" "$KIT/scripts/preflight" beegfs-small
 }
 
