@@ -125,3 +125,10 @@ def test_mpi_abort_is_refused(fixture_text: Read) -> None:
 def test_not_io500(text: str, message: str) -> None:
     with pytest.raises(ParseError, match=message):
         io500.parse(text)
+
+
+def test_real_run_that_ran_out_before_its_stonewall_is_refused(fixture_text: Read) -> None:
+    """A real quick run whose sizes ended the writes before the 5 s stonewall (not a
+    changed output): IO500's own reasons say so, and it is no figure."""
+    with pytest.raises(ParseError, match=r"^io500 run is invalid: Write phase needed 3.733580s instead of stonewall 5s"):
+        io500.parse(fixture_text("io500/io500-sc25_kit_quick_np2_stonewall_not_hit.txt"))
