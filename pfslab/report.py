@@ -220,6 +220,48 @@ def release_line(run: runs.Run) -> str:
     return f"{rel['type']}: {kit}" + (f"; {source}" if source else "")
 
 
+IO500_NO_REFERENCE = ("No source publishes an IO500 figure (none of the seeds ran IO500): the phases below "
+                      "have no published reference; the verdict judges those a calibration probe predicts.")
+
+
+def io500_section(report_json: dict[str, Any]) -> list[str]:
+    """Each IO500 run in IO500's own terms: validity and why, the scores, every phase."""
+    cases = [tc for tc in verdict.final_testcases(report_json) if str(tc.get("name", "")).startswith("IO500")]
+    if not cases:
+        return []
+    out = ["<h2>IO500</h2>", f"<p>{_esc(IO500_NO_REFERENCE)}</p>"]
+    for tc in sorted(cases, key=lambda t: str(t.get("case"))):
+        raw = tc.get("io500_summary") or ""
+        out.append(f"<h3>{_esc(tc.get('case') or tc['name'])}</h3>")
+        if not raw:
+            why = (tc.get("fail_reason") or "").splitlines()[0] if tc.get("fail_reason") else ""
+            state = {"fail": f"<span class='fail'>invalid or failed run</span>: {_esc(why)}",
+                     "skip": f"skipped: {_esc(tc.get('skip_reason') or why)}"}.get(
+                         str(tc.get("result")), "nothing ran (dry run): no score")
+            out.append(f"<p>{state}</p>")
+            continue
+        summary: dict[str, Any] = json.loads(raw)
+        if summary["list_valid"]:
+            validity = "<span class='pass'>list-valid</span>: the IO500 list's rules (stonewall 300 s, every phase)"
+        else:
+            validity = ("<span class='fail'>not list-valid</span>: " + _esc("; ".join(summary["invalid_reasons"]))
+                        + _esc(f" (a {summary['mode']}-mode run with a {summary['stonewall']} s stonewall: IO500 marks "
+                               "it INVALID; its figures are not comparable with the list's)"))
+        score = summary["score"]
+        out.append(f"<p>{summary['mode']} mode, stonewall {summary['stonewall']} s; {validity}</p>")
+        out.append("<table><tr><th>Bandwidth</th><th>IOPS (metadata)</th><th>TOTAL</th></tr>"
+                   f"<tr><td>{_fmt(score['bandwidth_gib_s'])} GiB/s</td><td>{_fmt(score['metadata_kiops'])} kIOPS</td>"
+                   f"<td>{_fmt(score['total'])}{'' if summary['list_valid'] else ' [INVALID]'}</td></tr></table>")
+        out.append("<table><tr><th>phase</th><th>result</th><th>time</th><th>in the score</th><th>IO500's mark</th></tr>")
+        for phase, info in summary["phases"].items():
+            scored = {True: "yes", False: "no", None: "-"}[info.get("scored")]
+            mark = "[INVALID]" if info.get("invalid") else ""
+            out.append(f"<tr><td>{_esc(phase)}</td><td>{_fmt(info['value'])} {_esc(info['unit'])}</td>"
+                       f"<td>{_fmt(info['seconds'])} s</td><td>{scored}</td><td>{mark}</td></tr>")
+        out.append("</table>")
+    return out
+
+
 def build(run: runs.Run, out_dir: Path | None = None) -> Path:
     """Write ``report.html`` and one PNG per workload into ``<run>/report/``; return the HTML path."""
     out_dir = out_dir or run.path / "report"
@@ -274,6 +316,7 @@ def build(run: runs.Run, out_dir: Path | None = None) -> Path:
                      f"<td>{measured}</td><td>{reference}</td><td>{threshold}</td><td class='{css}'>{_esc(r.verdict)}</td>"
                      f"<td>{_esc(r.reason)}</td></tr>")
     parts.append("</table>")
+    parts.extend(io500_section(run.report))
     bases = dict.fromkeys(f"{r.figure}: {r.basis}" for r in sorted(rows, key=lambda r: r.figure)
                           if r.basis and (r.reference or r.basis.startswith("shape:")))
     if bases:

@@ -23,7 +23,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 from reframe.core.exceptions import SanityError
 from reframe.utility import typecheck as typ
 
-from pfslab import KIT_ROOT, labs, state, thresholds, workloads
+from pfslab import KIT_ROOT, io500, labs, state, thresholds, workloads
 from pfslab import launcher as launcher_of
 from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
@@ -184,6 +184,9 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             for step in self.rendered.steps if step.kind == "run"
             for p in [step.output]
         ]
+        if tool == "io500":
+            # IO500's own result directory (result.txt, each phase's output): kept with the run.
+            self.keep_files.append(io500.RESULT_DIR)
         self._set_references()
 
     def _skip(self, reason: str) -> None:

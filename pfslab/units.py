@@ -25,15 +25,19 @@ _RATE: dict[str, float] = {
     "IOPS": 1.0,
     "Kops/s": 1e3,
     "KIOPS": 1e3,
+    "kIOPS": 1e3,  # IO500's spelling
     "Mops/s": 1e6,
     "MIOPS": 1e6,
 }
 _TIME: dict[str, float] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0}
+#: IO500's total: the geometric mean of a bandwidth (GiB/s) and a rate (kIOPS), a kind of its own.
+_SCORE: dict[str, float] = {"score": 1.0}
 
 _KINDS: tuple[tuple[str, dict[str, float]], ...] = (
     ("bandwidth", _BANDWIDTH),
     ("rate", _RATE),
     ("time", _TIME),
+    ("score", _SCORE),
 )
 
 KNOWN_UNITS: tuple[str, ...] = tuple(u for _, table in _KINDS for u in table)
@@ -44,7 +48,7 @@ class UnitError(KitError, ValueError):
 
 
 def kind_of(unit: str) -> str:
-    """Return 'bandwidth', 'rate' or 'time' for a known unit."""
+    """Return 'bandwidth', 'rate', 'time' or 'score' for a known unit."""
     for kind, table in _KINDS:
         if unit in table:
             return kind
@@ -56,7 +60,7 @@ def convert(value: float, from_unit: str, to_unit: str) -> float:
     from_kind, to_kind = kind_of(from_unit), kind_of(to_unit)
     if from_kind != to_kind:
         raise UnitError(f"cannot convert {from_unit} ({from_kind}) to {to_unit} ({to_kind})")
-    table = dict(_BANDWIDTH, **_RATE, **_TIME)
+    table = dict(_BANDWIDTH, **_RATE, **_TIME, **_SCORE)
     return value * table[from_unit] / table[to_unit]
 
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, distribution, ior_options, iozone_options, labs, layout, state
+from pfslab import KIT_ROOT, distribution, io500, ior_options, iozone_options, labs, layout, state
 from pfslab.units import format_size, parse_size
 from pfslab.errors import KitError
 
 MODES: tuple[str, ...] = ("quick", "full")
-MPI_TOOLS: frozenset[str] = frozenset({"ior", "mdtest", "lammps"})
+MPI_TOOLS: frozenset[str] = frozenset({"ior", "mdtest", "lammps", "io500"})
 #: Executable of each tool where it differs from the tool's name.
 EXECUTABLES: dict[str, str] = {"lammps": "lmp", "ioshell": "io_shell"}
 #: Input templates a workload's `inputs` may name live here.
@@ -305,6 +305,14 @@ def render_workload(lab: dict[str, Any], workload: dict[str, Any], case: Case, c
             ior_options.for_lab(lab), values["beegfs_targets"], values["beegfs_chunk"])
     files = {name: render_args((INPUTS_DIR / template).read_text(), values, workload["id"])
              for name, template in workload.get("inputs", {}).items()}
+    if workload["tool"] == "io500":
+        # The config IO500 reads, from the lab and the mode (the list's rules in full mode).
+        result_dir = f"{ctx.rank_dir or ctx.work_dir}/{io500.RESULT_DIR}"
+        try:
+            files[io500.CONFIG_FILE] = io500.render(sizes, case.mode, workload["id"], ctx.scratch_dir, result_dir)
+        except io500.ConfigError as err:
+            raise WorkloadError(str(err)) from None
+        values["config"] = f"{ctx.work_dir}/{io500.CONFIG_FILE}"
     iterations = iterations_for(workload, case.mode)
     drops = lab.get("os_tuning", {}).get("drop_caches", "never") != "never"
     steps: list[Step] = []
@@ -349,6 +357,11 @@ def _render_step(
         hostfile = f"{ctx.work_dir}/hosts.{case.sweep_point}"
         files[f"hosts.{case.sweep_point}"] = distribution.hostfile(case.threads, hosts, slots=ctx.hostfile_slots)
         command = f"{_mpirun(launcher, case.threads, hostfile)} {ctx.tool_path} {args}"
+        if tool == "io500" and ctx.rank_dir and ctx.rank_dir != ctx.work_dir:
+            # Rank 0 writes IO500's result directory where it runs: moved beside the job's outputs.
+            step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)
+            step.collect = f"{ctx.rank_dir}/{io500.RESULT_DIR}"
+            return step
     elif tool == "iozone":
         files[f"threadlist.{case.threads}"] = distribution.iozone_threadlist(
             case.threads, hosts, ctx.scratch_dir, ctx.tool_path

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pfslab.parsers import fio, ioshell, iozone, ior, lammps, mdtest
+from pfslab.parsers import fio, io500, ioshell, iozone, ior, lammps, mdtest
 from pfslab.results import ParseError, ParseResult
 
 Parser = Callable[[str], ParseResult]
@@ -25,6 +25,7 @@ PARSERS: dict[str, Parser] = {
     "fio": fio.parse,
     "lammps": lammps.parse,
     "ioshell": ioshell.parse,
+    "io500": io500.parse,
 }
 
 

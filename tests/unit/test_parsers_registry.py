@@ -18,11 +18,11 @@ PFSLAB = Path(sys.executable).with_name("pfslab")
 
 
 def test_registry_names_every_tool() -> None:
-    assert set(parsers.PARSERS) == {"ior", "mdtest", "iozone", "fio", "lammps", "ioshell"}
+    assert set(parsers.PARSERS) == {"ior", "mdtest", "iozone", "fio", "lammps", "ioshell", "io500"}
 
 
 def test_unknown_tool_names_itself_and_the_known_ones(fixtures_dir: Path) -> None:
-    known = "fio, ior, ioshell, iozone, lammps, mdtest"
+    known = "fio, io500, ior, ioshell, iozone, lammps, mdtest"
     with pytest.raises(ParseError, match=rf"unknown tool 'hacc'; known tools: {known}$"):
         parsers.parse_text("hacc", "anything")
     with pytest.raises(ParseError, match="unknown tool 'hacc'"):

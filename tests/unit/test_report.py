@@ -202,3 +202,39 @@ def test_a_derived_threshold_shows_its_derivation_in_the_verdict_and_the_report(
                  "threshold = 62 GB/s x 27.4% = 17 GB/s", "seq-nn read efficiency = 132 GB/s reached"):
         assert line in page
     assert "The peak read performance of 66.3 GB/s is observed at 512 threads." in page
+
+
+def test_io500_section_in_its_own_terms(tmp_path: Path) -> None:
+    """A recorded run with two IO500 test cases added: one whose summary is that of the
+    real quick run (tests/fixtures/io500), one that failed its validity check."""
+    from pfslab import io500
+    from pfslab.parsers import io500 as io500_parser
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(RUNS / "local-calibrated-demo", run_dir)
+    details = io500_parser.parse((RUNS.parent / "io500" / "io500-sc25_quick_np2_stdout.txt").read_text()).details
+    data = json.loads((run_dir / "report.json").read_text())
+    template = data["runs"][0]["testcases"][0]
+    ran = dict(template, name="IO500 %case=local/io500/2", unique_name="IO500_2", case="local/io500/2",
+               result="pass", fail_reason=None,
+               io500_summary=json.dumps(io500.summary(details, "quick", 3)),
+               perfvalues={"local:clients:score": [5.39166, 0, None, None, "score", None],
+                           "local:clients:ior_easy_write": [597.6, 0, None, None, "MiB/s", None]},
+               reference_basis={})
+    failed = dict(template, name="IO500 %case=local/io500/4", unique_name="IO500_4", case="local/io500/4",
+                  result="fail", perfvalues={},
+                  fail_reason="sanity error: step 1: stonewall not honoured: ior-easy-write ran 2 s, under the 5 s stonewall",
+                  fail_phase="sanity", io500_summary="")
+    data["runs"][0]["testcases"] += [ran, failed]
+    (run_dir / "report.json").write_text(json.dumps(data))
+    page = html.unescape(report.build(runs.Run(run_dir), tmp_path / "out").read_text())
+    section = page[page.index("<h2>IO500</h2>"):]
+    assert "No source publishes an IO500 figure (none of the seeds ran IO500)" in section
+    assert "quick mode, stonewall 3 s; <span class='fail'>not list-valid</span>: stonewall-time < 300s; " \
+           "Runtime is smaller than expected minimum runtime" in section
+    assert "<td>0.6747 GiB/s</td><td>43.08 kIOPS</td><td>5.392 [INVALID]</td>" in section
+    assert "<tr><td>mdtest-hard-delete</td><td>0.8799 kIOPS</td><td>45.42 s</td><td>yes</td><td></td></tr>" in section
+    assert "<tr><td>ior-rnd4K-easy-read</td><td>2.416 GiB/s</td><td>3.361 s</td><td>no</td><td></td></tr>" in section
+    assert "<tr><td>ior-easy-write</td><td>0.5836 GiB/s</td><td>3.43 s</td><td>yes</td><td>[INVALID]</td></tr>" in section
+    assert "local/io500/4</h3>\n<p><span class='fail'>invalid or failed run</span>: sanity error: step 1: " \
+           "stonewall not honoured" in section

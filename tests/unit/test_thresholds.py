@@ -83,12 +83,27 @@ def test_every_rate_the_local_lab_measures_has_a_probe() -> None:
     """A new figure in a workload of the local lab (or one it imports) must get a rule."""
     lab = labs.load("local")
     measured: set[str] = set()
-    for tool in ("ior", "mdtest", "iozone", "fio"):
+    for tool in ("ior", "mdtest", "iozone", "fio", "io500"):
         for case in workloads.cases(tool, ["local"]):
             for step in workloads.find(lab, case.workload)["steps"]:
                 measured.update(step.get("measures", []) if isinstance(step, dict) else [])
     missing = sorted(measured - set(calibration.rules()) - set(calibration.unjudged()))
     assert not missing, f"no calibration rule judges {missing}, and none says why not"
+
+
+def test_io500_easy_phases_are_judged_by_the_probes_the_rest_say_why_not() -> None:
+    """ior-easy and mdtest-easy creates have the probes' shape; shared files and
+    directories, cross-client reads and IO500's composite scores are reported only."""
+    j = judge([], calib=cal())
+    write, why = j.reference("io500", "ior_easy_write", 2, "quick", None, "bandwidth")
+    assert write is not None and write.unit == "MiB/s" and "seq-write probe" in why
+    assert write.value == pytest.approx(cal()["probes"]["seq-write"]["write"]["value"] / 1024)
+    create, why = j.reference("io500", "mdtest_easy_write", 2, "quick", None, "rate")
+    assert create is not None and create.value == pytest.approx(cal()["probes"]["metadata"]["create"]["value"])
+    hard, why = j.reference("io500", "mdtest_hard_write", 2, "quick", None, "rate")
+    assert hard is None and "capabilities between the clients" in why
+    total, why = j.reference("io500", "score", 2, "quick", None, "score")
+    assert total is None and why.startswith("no threshold: IO500's scores are geometric means")
 
 
 def test_a_published_reference_wins_over_the_calibration() -> None:

@@ -1,0 +1,32 @@
+"""IO500: its standard phases (ior-easy/hard, mdtest-easy/hard, find) and score, over MPI.
+
+The config file is rendered from the lab (pfslab/io500.py): the list's rules in full
+mode, a short stonewall in quick mode (IO500 marks such a run INVALID: the kit shows
+it as not list-valid). A run broken in any other way fails its test.
+"""
+
+import json
+
+import reframe as rfm
+from reframe.core.builtins import parameter, variable
+
+from pfslab import io500, workloads
+from pfslab.results import ParseError
+from pfslab.rfm import WorkloadTest, test_cases
+
+
+@rfm.simple_test
+class IO500(WorkloadTest):
+    case = parameter(test_cases("io500"), fmt=lambda c: c.name)
+    #: The run in IO500's terms (phases, scores, validity) as JSON, for the report.
+    io500_summary = variable(str, value="")
+
+    def _parse_step(self, n, step):
+        parsed = super()._parse_step(n, step)
+        case = self.case
+        wall = io500.stonewall(workloads.sizes_for(self.workload, case.mode), case.mode, case.workload)
+        why = io500.judge_run(parsed.details, case.mode, wall)
+        if why is not None:
+            raise ParseError(why)
+        self.io500_summary = json.dumps(io500.summary(parsed.details, case.mode, wall))
+        return parsed
