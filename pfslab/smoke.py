@@ -194,7 +194,7 @@ def _program_index(tokens: list[str], tool: str) -> int:
     raise ValueError(f"no {executable} in {' '.join(tokens)}")
 
 
-def _table_problems(lab: dict[str, Any], tool: str, tokens: list[str], env: dict[str, str]) -> list[str]:
+def table_problems(lab: dict[str, Any], tool: str, tokens: list[str], env: dict[str, str]) -> list[str]:
     problems: list[str] = []
     if tool in ior_options.TOOLS:
         problems += ior_options.check_command(ior_options.for_lab(lab), tokens, tool)
@@ -246,7 +246,7 @@ def plan_step(lab: dict[str, Any], workload: dict[str, Any], case: workloads.Cas
     tokens = shlex.split(step.command)
     plan = StepPlan(case.lab, case.workload, case.sweep_point, n, tool, _view_version(lab, tool), step.command,
                     output=step.output, measures=list(step.measures), prepare=step.prepare)
-    plan.problems = _table_problems(lab, tool, tokens, env)
+    plan.problems = table_problems(lab, tool, tokens, env)
     threads = min(case.threads, MAX_RANKS)
     at = _program_index(tokens, "sh" if tool == "fio" else tool)
     head, args = tokens[:at], tokens[at + 1:]
