@@ -9,7 +9,8 @@ IOzone: the size suffixes it reads; mpirun and the launcher's MCA environment:
 spack/openmpi-components.json for the lab's Open MPI), and then scaled down:
 
 - only the values of options that are sizes, counts or times change (:data:`SCALE`),
-  threads and ranks go to at most :data:`MAX_RANKS`; every other option stays;
+  threads and ranks go to at most :data:`MAX_RANKS`, a job's iterations to its first
+  (the others repeat its lines); every other option stays;
 - options that need hardware absent here (BeeGFS striping, GPFS and Lustre hints: IOR
   option names with :data:`HARDWARE` in them; mpirun's ``--mca`` transport selections)
   are removed from the run; the table check above is what proves them, and the plan
@@ -235,7 +236,7 @@ def _scale_fio(script: str, threads: int, nodes: int) -> str:
     script = re.sub(r"--numjobs=\$\(\( \d+ / \d+ \+ \(r < \d+ % \d+\) \)\)",
                     f"--numjobs=$(( {threads} / {nodes} + (r < {threads} % {nodes}) ))", script)
     for name, rule in SCALE["fio"].items():
-        script = re.sub(rf"(?<=\s){re.escape(name)}=(\S+)", lambda m, n=name, r=rule: f"{n}={r(m.group(1), {})}", script)
+        script = re.sub(rf"(?<=\s){re.escape(name)}=\S+", f"{name}={rule('', {})}", script)
     return script
 
 
@@ -265,7 +266,7 @@ def plan_step(lab: dict[str, Any], workload: dict[str, Any], case: workloads.Cas
     if head:
         head, dropped = scale_mpirun(head, plan.ranks)
         removed += dropped
-    removed += [f"{k}={v}" for k, v in sorted(env.items()) if FABRIC_ENV.match(k)]
+        removed += [f"{k}={v}" for k, v in sorted(env.items()) if FABRIC_ENV.match(k)]
     plan.table_checked = removed
     plan.run = shlex.join([*head, tokens[at], *args])
     if step.collect:
@@ -302,6 +303,7 @@ def plan_lab(name: str, work_dir: str, scratch_dir: str, tool_paths: dict[str, s
             )
             rendered = workloads.render(lab, case, ctx)
             for n, step in enumerate(rendered.steps, start=1):
-                if step.kind == "run":
+                # Iterations are a count: the first is run (the others repeat its lines).
+                if step.kind == "run" and step.iteration == 1:
                     plans.append(plan_step(lab, workload, case, n, step, rendered, ctx, launcher.get("env", {})))
     return plans

@@ -98,7 +98,7 @@ def test_beegfs_striping_is_taken_out_of_the_run_and_named() -> None:
         assert p.problems == []
 
 
-def _lab(name: str, view: str | None = None, **workload: Any) -> dict[str, Any]:
+def _lab(name: str, view: str | None = None, workload: dict[str, Any] | None = None) -> dict[str, Any]:
     lab = copy.deepcopy(REAL_LAB(name))
     if view:
         lab.setdefault("benchmark", {})["toolchain"] = view
@@ -146,7 +146,7 @@ def test_an_iozone_size_in_t_fails_the_smoke_before_anything_runs(monkeypatch: p
                                                                    tmp_path: Path) -> None:
     """IOzone takes -s 8t as 8 KiB and says nothing: the exact line's suffixes are checked
     (pfslab/iozone_options.py), so the job fails whether or not IOzone is here."""
-    lab = _lab("nss73-ha", **IOZONE_SEQ)
+    lab = _lab("nss73-ha", workload=IOZONE_SEQ)
     jobs, lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": None})
     (job,) = jobs
     assert job.status == "failed"
@@ -163,7 +163,7 @@ def _fake_tool(tmp_path: Path, body: str) -> str:
 
 def test_a_tool_exiting_non_zero_fails_its_job_naming_lab_workload_and_line(monkeypatch: pytest.MonkeyPatch,
                                                                           tmp_path: Path) -> None:
-    lab = _lab("nss73-ha", **{**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
+    lab = _lab("nss73-ha", workload={**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
     fake = _fake_tool(tmp_path, "echo 'iozone: bad option' >&2; exit 3")
     jobs, lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": fake})
     (job,) = jobs
@@ -174,7 +174,7 @@ def test_a_tool_exiting_non_zero_fails_its_job_naming_lab_workload_and_line(monk
 
 
 def test_an_output_the_parser_cannot_read_fails_its_job(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    lab = _lab("nss73-ha", **{**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
+    lab = _lab("nss73-ha", workload={**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
     fake = _fake_tool(tmp_path, "echo 'Children see throughput for 1 initial writers = 12'; exit 0")
     jobs, _lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": fake})
     (job,) = jobs
@@ -184,7 +184,7 @@ def test_an_output_the_parser_cannot_read_fails_its_job(monkeypatch: pytest.Monk
 
 def test_a_missing_tool_is_a_skip_and_no_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    lab = _lab("nss73-ha", **{**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
+    lab = _lab("nss73-ha", workload={**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
     jobs, _lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": None})
     assert [j.status for j in jobs] == ["skipped"]
     smoke_run.print_summary(smoke_run.summary(jobs), jobs, 0.0)
