@@ -27,11 +27,13 @@ import signal
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pfslab import KIT_ROOT, labs, state, toolchain, workloads
+from pfslab.launcher import LAUNCHER_FILE
 from pfslab.parsers import parse_text
 from pfslab.results import ParseError
 from pfslab.rfm_paths import BUILT_TOOLS, tool_search_path
@@ -42,8 +44,12 @@ REPORT_DIR = KIT_ROOT / "build" / "smoke"
 STEP_TIMEOUT = 45
 #: Tools the kit must run in the exact version of the lab's view (others: what is here).
 PINNED = frozenset({"ior", "mdtest"})
-#: Open MPI refuses root without these (registry/launcher.json sets them on remote labs).
-ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def root_env() -> dict[str, str]:
+    """Open MPI refuses root without these: the ones registry/launcher.json gives remote labs."""
+    spec: dict[str, Any] = json.loads(LAUNCHER_FILE.read_text())["remote"]["env"]
+    return {k: str(v) for k, v in spec.items() if k.startswith("OMPI_ALLOW_RUN_AS_ROOT")}
 #: IOzone's -+m children are started with $RSH <host> <command>: here, on this machine.
 LOCAL_RSH = ('#!/bin/sh\n# pfslab smoke: IOzone children on this machine (IOzone runs: $RSH HOST -n COMMAND)\n'
              'while [ "${1#-}" != "$1" ]; do shift; done\nshift\n'
@@ -172,18 +178,28 @@ def jobs_of(plans: list[StepPlan]) -> list[Job]:
     return list(jobs.values())
 
 
+#: Jobs run in two lanes side by side: IOzone's (its cluster mode listens on fixed ports,
+#: so one at a time, and mostly waits) and every other tool's.
+LANES = ("iozone", "other")
+
+
+def _lane(tool: str) -> str:
+    return "iozone" if tool == "iozone" else "other"
+
+
 def smoke(names: list[str], root: Path, log: Any = print) -> list[Job]:
     """Plan and run every job of the labs ``names`` under ``root`` (which must be empty)."""
-    env = {**os.environ, **ROOT_ENV, "RSH": str(root / "rsh")}
+    env = {**os.environ, **root_env(), "RSH": str(root / "rsh")}
     (root / "rsh").write_text(LOCAL_RSH)
     (root / "rsh").chmod(0o755)
-    done: dict[str, Job] = {}
-    out: list[Job] = []
+    jobs: list[Job] = []
     for name in names:
         lab = state.lab(name)
         tools = {t: find_tool(lab, t) for t in {w["tool"] for w in _all_workloads(lab)}}
         paths = {t: path for t, (path, _) in tools.items() if path}
-        planned = jobs_of(plan_lab(name, str(root / "work"), str(root / "scratch"), paths))
+        planned = [job for lane in LANES
+                   for job in jobs_of(plan_lab(name, str(root / lane / "work"), str(root / lane / "scratch"), paths))
+                   if _lane(job.tool) == lane]
         for job in sorted(planned, key=lambda j: -max(s.ranks for s in j.steps)):
             path, why = tools[job.tool]
             job.tool_path = path
@@ -191,28 +207,36 @@ def smoke(names: list[str], root: Path, log: Any = print) -> list[Job]:
             if path is None:
                 job.status = "failed" if job.reasons else "skipped"
                 job.reasons.append(why)
-                out.append(job)
-                continue
-            sig = _same_but_count(job)
-            if sig in done:
-                twin = done[sig]
-                job.ran_as = f"{twin.lab}/{twin.workload}/{twin.job}"
-                job.run_failures = twin.run_failures
-            else:
+            jobs.append(job)
+    runs: dict[str, Job] = {}
+    for job in jobs:
+        if job.tool_path is not None:
+            runs.setdefault(_same_but_count(job), job)
+
+    def run_lane(lane: str) -> None:
+        for job in runs.values():
+            if _lane(job.tool) == lane:
                 started = time.monotonic()
-                job.run_failures = run_job(job, root, env)
+                job.run_failures = run_job(job, root / lane, env)
                 job.seconds = time.monotonic() - started
-                done[sig] = job
                 log(f"ran {job.lab} {job.workload} {job.job}: {'failed' if job.run_failures else 'ok'} "
                     f"({job.seconds:.1f} s)")
+        _cleanup(root / lane)
+
+    with ThreadPoolExecutor(len(LANES)) as pool:
+        list(pool.map(run_lane, LANES))
+    for job in jobs:
+        if job.tool_path is not None:
+            twin = runs[_same_but_count(job)]
+            if twin is not job:
+                job.ran_as = f"{twin.lab}/{twin.workload}/{twin.job}"
+                job.run_failures = twin.run_failures
             job.reasons += job.run_failures
             job.status = "failed" if job.reasons else "passed"
-            out.append(job)
-            if job.status == "failed":
-                for reason in job.reasons:
-                    log(f"FAIL {job.lab} {job.workload} {job.job} {reason}")
-        _cleanup(root)
-    return out
+        if job.status == "failed":
+            for reason in job.reasons:
+                log(f"FAIL {job.lab} {job.workload} {job.job} {reason}")
+    return jobs
 
 
 def _all_workloads(lab: dict[str, Any]) -> list[dict[str, Any]]:

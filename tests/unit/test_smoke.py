@@ -3,6 +3,7 @@ what fails a job; then real runs of fio, IOzone and IOR where they are here."""
 
 from __future__ import annotations
 
+import argparse
 import copy
 import re
 import shlex
@@ -151,6 +152,7 @@ def test_an_iozone_size_in_t_fails_the_smoke_before_anything_runs(monkeypatch: p
     (job,) = jobs
     assert job.status == "failed"
     assert any("iozone -s 8t" in r and "-s 8t -t 1" in r for r in job.reasons), job.reasons
+    assert lines[0].startswith("FAIL nss73-ha iozone-seq 1 step 1: iozone -s 8t"), lines
 
 
 def _fake_tool(tmp_path: Path, body: str) -> str:
@@ -228,3 +230,21 @@ def test_real_ior_smoke_of_both_ior_releases(monkeypatch: pytest.MonkeyPatch, tm
     assert lines == [] and jobs and all(j.status == "passed" for j in jobs), lines
     assert {j.tool_path for j in jobs} == {str(BUILT_TOOLS / "view-seed" / "bin" / "ior")}
     assert all(s.table_checked for j in jobs for s in j.steps)
+
+
+def test_exit_status_a_missing_required_tool_or_nothing_run_fails(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    def job(tool: str, status: str) -> smoke_run.Job:
+        return smoke_run.Job("local", f"{tool}-w", "1", tool, [], status, [f"no {tool}"] if status == "skipped" else [])
+
+    monkeypatch.setattr(smoke_run, "REPORT_DIR", tmp_path)
+    args = argparse.Namespace(labs=["local"], scratch=str(tmp_path), require="")
+    for jobs, require, status in [
+        ([job("fio", "passed"), job("ior", "skipped")], "", 0),
+        ([job("fio", "passed"), job("ior", "skipped")], "ior,mdtest", 1),
+        ([job("ior", "skipped")], "", 1),  # nothing ran: nothing proven
+        ([job("fio", "passed"), job("iozone", "failed")], "", 1),
+    ]:
+        monkeypatch.setattr(smoke_run, "smoke", lambda names, root, log=print, js=jobs: js)
+        args.require = require
+        assert smoke_run.main(args) == status, (jobs, require)
