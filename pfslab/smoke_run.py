@@ -272,6 +272,11 @@ def print_summary(rows: list[dict[str, Any]], jobs: list[Job], seconds: float) -
     checked = sorted({o for r in rows for o in r["table_options"]})
     if checked:
         print("checked against the option tables instead of run (hardware absent here): " + "; ".join(checked))
+    for tool in sorted({j.tool for j in jobs if j.tool not in PINNED and j.tool_path}):
+        # Not pinned to the lab's view: say what ran against what the labs' views hold.
+        views = sorted({s.version or "none" for j in jobs if j.tool == tool for s in j.steps})
+        paths = sorted({str(j.tool_path) for j in jobs if j.tool == tool and j.tool_path})
+        print(f"{tool}: ran {', '.join(paths)}; the labs' toolchain views run {', '.join(views)}")
     for reason in sorted({j.reasons[-1] for j in jobs if j.status == "skipped"}):
         print(f"SKIPPED: {reason}")
     executed = sum(1 for j in jobs if j.status != "skipped" and not j.ran_as)
