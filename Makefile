@@ -19,6 +19,10 @@ MIRROR_OUT ?=
 # make tools: a folder of git bundles or bare repositories of IOR, IO500, pfind, cdcl-schema-tools
 # (<owner>+<name>.bundle) to build from instead of their upstream URLs.
 TOOLS_MIRROR ?=
+# make smoke: a folder for its scratch directory (default /tmp), and tools whose absence
+# fails it (CI: ior,mdtest; without, a job whose tool is not here is skipped, and said so).
+SCRATCH ?=
+SMOKE_REQUIRE ?=
 MODE ?=
 REPEAT ?= 3
 RUN ?=
@@ -49,7 +53,7 @@ export PFSLAB_MODE := $(MODE)
 sq = '$(subst ','\'',$(1))'
 arg = $(if $(1),$(call sq,$(1)))
 
-.PHONY: help deps deps-test calibrate toolchain tools mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down expired lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-cloud test-remote hosts-up hosts-down hosts-status
+.PHONY: help deps deps-test calibrate toolchain tools smoke mirror test-spack checkov lock user-data remote-up images image-boot-test test-images lab-up lab-down expired lab-status bench dry-run report compare baseline overhead demo test test-python test-bats test-terraform lint test-lab test-cloud test-remote hosts-up hosts-down hosts-status
 
 help: ## Show the targets and the variables they take
 	@echo "pfslab: reproduce published storage results and run acceptance tests on storage labs"
@@ -83,6 +87,9 @@ toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/vie
 
 tools: ## Without Spack: build IOR/mdtest 4.0.0 and 3.3.0 and IO500 from pinned commits (registry/tools.json) into build/tools; TOOLS_MIRROR=<dir> builds offline
 	python3 -m pfslab.tools $(if $(TOOLS_MIRROR),--mirror $(call sq,$(TOOLS_MIRROR)),)
+
+smoke: ## Run every job of every lab (LABS="a b") at tiny scale here: the tools, versions and options the real run uses; fails naming the line (SMOKE_REQUIRE=ior,mdtest, SCRATCH=dir)
+	$(PFSLAB) smoke $(foreach l,$(LABS),$(call sq,$(l))) $(if $(SCRATCH),--scratch $(call sq,$(SCRATCH)),) $(if $(SMOKE_REQUIRE),--require $(call sq,$(SMOKE_REQUIRE)),)
 
 mirror: ## On a connected host: write the air-gapped bundle (sources, bootstrap, build cache) to MIRROR_OUT
 	MIRROR_OUT='$(or $(MIRROR_OUT),build/spack-bundle)' scripts/mirror

@@ -494,11 +494,28 @@ def _add_fabric_probe(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_fabric_probe)
 
 
+# ---- smoke ---------------------------------------------------------------------------
+
+def _cmd_smoke(args: argparse.Namespace) -> int:
+    from pfslab import smoke_run
+
+    return smoke_run.main(args)
+
+
+def _add_smoke(sub: Subparsers) -> None:
+    p = sub.add_parser("smoke", help="run every job of the labs at tiny scale here with the tools and options they use")
+    p.add_argument("labs", nargs="*", help="labs (default: every lab in labs/)")
+    p.add_argument("--scratch", help="folder to make the smoke's scratch directory in (default $SCRATCH, else /tmp)")
+    p.add_argument("--require", default="", help="comma-separated tools whose absence fails the smoke (CI: ior,mdtest)")
+    p.set_defaults(handler=_cmd_smoke)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
+    _add_smoke,
 )
 
 
