@@ -17,8 +17,10 @@
 #   ceph.client.bootstrap-osd.keyring      ceph-osd: may only register OSDs (`osd new`)
 #   ceph.client.pfslab.keyring             ceph-client: the file system, nothing else
 #   beegfs.auth                            every BeeGFS node: connAuthFile's shared secret
+#   munge.key                              every Slurm node: MUNGE's key (the slurm role's)
 #
-# Secrets are mode 600 (beegfs.auth 400), owned by root, in a directory of mode 700.
+# Secrets are mode 600 (beegfs.auth 400), owned by root (munge.key 400, owned by munge:
+# its daemon reads a copy), in a directory of mode 700.
 
 # The files a node with these roles gets, one per line: cluster_files_for ROLE...
 cluster_files_for() {
@@ -31,6 +33,7 @@ cluster_files_for() {
       ceph-mds) printf '%s\n' ceph.conf ceph.client.admin.keyring ;;
       ceph-client) printf '%s\n' ceph.conf ceph.client.pfslab.keyring ;;
       beegfs-*) echo beegfs.auth ;;
+      slurm-*) echo munge.key ;;
     esac
   done | sort -u
 }

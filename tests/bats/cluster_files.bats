@@ -44,6 +44,10 @@ ceph.conf"
     files_for "$r"
     assert_output beegfs.auth
   done
+  for r in slurm-controller slurm-node; do
+    files_for "$r"
+    assert_output munge.key
+  done
   files_for nfs-client gpfs-nsd
   assert_output ""
 }
