@@ -38,6 +38,22 @@ cluster_files_for() {
   done | sort -u
 }
 
+# MUNGE's key for a lab with Slurm, made once: 1 KiB of /dev/urandom written inside
+# the file (never an argument, never printed), mode 400, owned by munge where that user
+# exists (munged reads a copy of its own). Linked into place, not moved: when two makers
+# race, the first key stays and every node gets that one.
+# Usage: munge_key_make PATH
+munge_key_make() {
+  local key=$1 tmp
+  [[ -s $key ]] && return 0
+  tmp=$(mktemp "$(dirname "$key")/.munge.key.XXXXXX")
+  head -c 1024 /dev/urandom >"$tmp"
+  chmod 400 "$tmp"
+  if id munge >/dev/null 2>&1; then chown munge: "$tmp"; fi
+  ln "$tmp" "$key" 2>/dev/null || [[ -s $key ]] || { rm -f "$tmp"; die "cannot make the munge key $key"; }
+  rm -f "$tmp"
+}
+
 # Copy, between two directories of this machine, the files a node with these roles
 # gets (those the source has: a file system's other files are not there). Each file
 # keeps its mode; one that is already identical is left alone. Prints nothing.

@@ -98,6 +98,29 @@ ceph.conf"
   cmp "$SRC/beegfs.auth" "$BATS_TEST_TMPDIR/nodes/cli0/cluster/beegfs.auth"
 }
 
+@test "local lab: the first Slurm node makes the lab's munge key (400) with the bootstrap node's files; every Slurm node gets that one" {
+  ln -sf "$(command -v chown)" "$SAFE/chown"
+  ln -sf "$(command -v head)" "$SAFE/head"
+  rm -f "$SRC"/*
+  local_copy cli0 ceph-client slurm-controller slurm-node
+  assert_success
+  assert_output ""
+  run stat -c '%a %s' "$SRC/munge.key"
+  assert_output "400 1024"
+  if id munge >/dev/null 2>&1; then assert_equal "$(stat -c %U "$SRC/munge.key")" munge; fi
+  cmp "$SRC/munge.key" "$BATS_TEST_TMPDIR/nodes/cli0/cluster/munge.key"
+  sum=$(sha256sum <"$SRC/munge.key")
+  local_copy cli1 slurm-node
+  assert_success
+  cmp "$SRC/munge.key" "$BATS_TEST_TMPDIR/nodes/cli1/cluster/munge.key"
+  assert_equal "$(sha256sum <"$SRC/munge.key")" "$sum"
+  # A node without a Slurm role neither makes nor gets it.
+  rm -f "$SRC/munge.key"
+  local_copy osd0 ceph-osd
+  assert_success
+  [[ ! -e $SRC/munge.key && ! -e $BATS_TEST_TMPDIR/nodes/osd0/cluster/munge.key ]]
+}
+
 @test "remote lab (BeeGFS): every BeeGFS node gets the secret by scp -3, no file goes elsewhere" {
   BUILD=$BATS_TEST_TMPDIR/build
   LAB=$BUILD/aws-beegfs

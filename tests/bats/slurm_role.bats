@@ -150,7 +150,7 @@ jobcomp_line() {
     "$PFSLAB_NODE_CONFIG" >"$other"
   PFSLAB_NODE_CONFIG=$other run "$ROLE" configure node
   assert_failure 2
-  assert_output --partial "munge.key is missing on cli1; the controller cli0 makes it"
+  assert_output --partial "munge.key is missing on cli1; the kit makes it with the bootstrap node's cluster files"
 }
 
 @test "start: munged (as munge), slurmctld and slurmd up, slurmd bound to 127.0.0.1 only; health passes" {
