@@ -143,3 +143,28 @@ ceph.conf"
   assert_output "scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth ss0:/etc/pfslab/cluster/
 scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth cli0:/etc/pfslab/cluster/"
 }
+
+@test "remote lab with Slurm: the bootstrap node makes the munge key, only the Slurm nodes get it" {
+  BUILD=$BATS_TEST_TMPDIR/build
+  LAB=$BUILD/aws-nfs
+  mkdir -p "$LAB/ssh"
+  : >"$LAB/ssh/id_ed25519"
+  jq -n '{lab: "aws-nfs", target: "aws", ssh: {user: "root"}, cluster_path: "/etc/pfslab/cluster",
+    nodes: [
+      {name: "srv0", group: "srv", roles: ["nfs-server"], address: "10.21.0.10", ssh_address: "198.51.100.10"},
+      {name: "cli0", group: "cli", roles: ["nfs-client", "slurm-controller", "slurm-node"], address: "10.21.0.11", ssh_address: "198.51.100.11"},
+      {name: "cli1", group: "cli", roles: ["nfs-client", "slurm-node"], address: "10.21.0.12", ssh_address: "198.51.100.12"}],
+    phases: [[{node: "srv0", role: "nfs-server"}], [{node: "cli0", role: "nfs-client"}, {node: "cli1", role: "nfs-client"}], [], [], [{node: "cli0", role: "slurm-controller"}]]}' \
+    >"$LAB/inventory.json"
+  shim ssh '[[ ${!#} == *"ls -A"* ]] && echo munge.key; exit 0'
+  shim scp
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" bash -c \
+    'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/remote.sh" && remote_copy_cluster aws-nfs' _ "$KIT"
+  assert_success
+  O="-F $LAB/ssh/config"
+  run calls ssh
+  assert_line --index 0 --partial "srv0 bash -c 'set -e; source /opt/pfslab/scripts/lib/common.sh; source /opt/pfslab/scripts/lib/cluster-files.sh; mkdir -p /etc/pfslab/cluster; chmod 700 /etc/pfslab/cluster; umask 077; munge_key_make /etc/pfslab/cluster/munge.key'"
+  run calls scp
+  assert_output "scp -3 -q -p $O srv0:/etc/pfslab/cluster/munge.key cli0:/etc/pfslab/cluster/
+scp -3 -q -p $O srv0:/etc/pfslab/cluster/munge.key cli1:/etc/pfslab/cluster/"
+}
