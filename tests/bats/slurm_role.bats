@@ -158,7 +158,13 @@ jobcomp_line() {
   assert_success
   run "$ROLE" start node
   assert_success
-  [[ $(ps -o user= -p "$(<"$SCRATCH/state/slurm/munge/munged.pid")") == munge ]]
+  # Every daemon's pid file is directly in paths.run, where the watchdog looks for the
+  # daemons it must spare; munged runs as munge.
+  for d in munged slurmctld slurmd; do
+    pid=$(<"$SCRATCH/run/$d.pid")
+    assert_equal "$(ps -o comm= -p "$pid")" "$d"
+  done
+  assert_equal "$(ps -o user= -p "$(<"$SCRATCH/run/munged.pid")")" munge
   # slurmd on the node's address only; slurmctld on every address of its node, as
   # cli0 does not resolve here (the next test has a controller whose name does).
   port=$(jq .scheduler.slurmd_port "$PFSLAB_NODE_CONFIG")
@@ -200,7 +206,7 @@ jobcomp_line() {
 }
 
 @test "a killed slurmd fails health, naming the node" {
-  kill -KILL "$(<"$SCRATCH/run/slurm/slurmd.pid")"
+  kill -KILL "$(<"$SCRATCH/run/slurmd.pid")"
   run "$ROLE" health node
   assert_failure
   assert_output "slurm-node@cli0: slurmd is not running"
