@@ -7,7 +7,9 @@ its data drives (global, consecutive in node order, at least one per OSD node). 
 clients are the nodes with a client role of the registry; the login node (the one a
 remote lab is reached through) is ``network.login`` or the first client, and on a
 cloud target only it gets a public address unless ``public_ip`` says otherwise; the phases
-list, per start phase of the family, the node/role pairs that start in it.
+list, per start phase of the family, the node/role pairs that start in it. A lab with a
+``scheduler`` gets its roles here: ``slurm-controller`` on the login node, ``slurm-node``
+on every client, both in the last phase (after the clients mount).
 
 ``pfslab lab show`` writes this as the ``derived`` part of ``build/<lab>/lab.json``;
 Terraform's lab plan reads it from there instead of expanding the groups itself.
@@ -83,6 +85,19 @@ def _exposure(lab: dict[str, Any], target: str) -> str:
     return "none"
 
 
+#: The roles each scheduler adds (scripts/roles/<type>): on the login node, on every client.
+SCHEDULER_ROLES: dict[str, tuple[str, str]] = {"slurm": ("slurm-controller", "slurm-node")}
+
+
+def scheduler_roles(lab: dict[str, Any], node: dict[str, Any], entry: str) -> list[str]:
+    """The roles the lab's scheduler gives ``node`` (``entry`` is the login node)."""
+    kind = (lab.get("scheduler") or {}).get("type")
+    if kind is None:
+        return []
+    controller, worker = SCHEDULER_ROLES[kind]
+    return ([controller] if node["name"] == entry else []) + ([worker] if is_client(node) else [])
+
+
 def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     """The layout of a resolved lab (defaults filled in) on ``target`` (default: its own)."""
     target = target or lab["target"]
@@ -91,10 +106,12 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     hosts: dict[str, str] = lab.get("targets", {}).get("baremetal", {}).get("hosts", {}) if target == "baremetal" else {}
     out: list[dict[str, Any]] = []
     next_osd = 0
+    entry = login(lab)
     for position, node in enumerate(nodes(lab)):
         count = osds_per_node(node)
         out.append({
             **node,
+            "roles": node["roles"] + scheduler_roles(lab, node, entry),
             # The image a node boots unless its target's group names one: the client
             # image when every role it plays is a client role.
             "image": "client" if all(r in registry.client_roles() for r in node["roles"]) else "server",
@@ -108,8 +125,10 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
         [{"node": n["name"], "role": role} for role in roles for n in out if role in n["roles"]]
         for roles in family.phases(registry.phase_count())
     ]
+    kind = (lab.get("scheduler") or {}).get("type")
+    if kind is not None:
+        phases[-1] += [{"node": n["name"], "role": role} for role in SCHEDULER_ROLES[kind] for n in out if role in n["roles"]]
     names = [n["name"] for n in out]
-    entry = login(lab)
     exposure = _exposure(lab, target)
     public = {"all": names, "login": [entry], "none": []}[exposure]
     return {

@@ -126,6 +126,14 @@ def mount_path(mount: str, checkout: str) -> str:
 RUN_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z[A-Za-z0-9-]*\+*$")
 
 
+def slurm_cluster(lab: str) -> str:
+    """A lab's Slurm ClusterName (also its partition's unless the lab names one): the
+    lab's name with every character but letters, digits and '_' made '_'. Slurm keeps
+    the cluster name in file names and in slurmdbd's table names, where '.', '+' and
+    '-' are not allowed; a lab name is at most 40 characters, so is this."""
+    return re.sub(r"[^a-z0-9_]", "_", lab.lower())
+
+
 def run_name(started: float, suffix: str = "") -> str:
     """The name of a run that started at ``started`` (seconds since the epoch)."""
     import time
@@ -171,9 +179,14 @@ def run_root_problem(path: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     """``python3 -m pfslab.names checkout-problem PATH``: the shell's way to ask before
-    the kit's environment exists (make demo checks its checkout before installing)."""
+    the kit's environment exists (make demo checks its checkout before installing);
+    ``slurm-cluster LAB``: the slurm role's cluster name, on nodes without the kit's
+    environment."""
+    if len(argv) == 2 and argv[0] == "slurm-cluster":
+        print(slurm_cluster(argv[1]))
+        return 0
     if len(argv) != 2 or argv[0] != "checkout-problem":
-        print("usage: python3 -m pfslab.names checkout-problem PATH")
+        print("usage: python3 -m pfslab.names checkout-problem PATH | slurm-cluster LAB")
         return 2
     problem = checkout_path_problem(Path(argv[1]))
     if problem:

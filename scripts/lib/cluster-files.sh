@@ -17,8 +17,10 @@
 #   ceph.client.bootstrap-osd.keyring      ceph-osd: may only register OSDs (`osd new`)
 #   ceph.client.pfslab.keyring             ceph-client: the file system, nothing else
 #   beegfs.auth                            every BeeGFS node: connAuthFile's shared secret
+#   munge.key                              every Slurm node: MUNGE's key (the slurm role's)
 #
-# Secrets are mode 600 (beegfs.auth 400), owned by root, in a directory of mode 700.
+# Secrets are mode 600 (beegfs.auth 400), owned by root (munge.key 400, owned by munge:
+# its daemon reads a copy), in a directory of mode 700.
 
 # The files a node with these roles gets, one per line: cluster_files_for ROLE...
 cluster_files_for() {
@@ -31,8 +33,25 @@ cluster_files_for() {
       ceph-mds) printf '%s\n' ceph.conf ceph.client.admin.keyring ;;
       ceph-client) printf '%s\n' ceph.conf ceph.client.pfslab.keyring ;;
       beegfs-*) echo beegfs.auth ;;
+      slurm-*) echo munge.key ;;
     esac
   done | sort -u
+}
+
+# MUNGE's key for a lab with Slurm, made once: 1 KiB of /dev/urandom written inside
+# the file (never an argument, never printed), mode 400, owned by munge where that user
+# exists (munged reads a copy of its own). Linked into place, not moved: when two makers
+# race, the first key stays and every node gets that one.
+# Usage: munge_key_make PATH
+munge_key_make() {
+  local key=$1 tmp
+  [[ -s $key ]] && return 0
+  tmp=$(mktemp "$(dirname "$key")/.munge.key.XXXXXX")
+  head -c 1024 /dev/urandom >"$tmp"
+  chmod 400 "$tmp"
+  if id munge >/dev/null 2>&1; then chown munge: "$tmp"; fi
+  ln "$tmp" "$key" 2>/dev/null || [[ -s $key ]] || { rm -f "$tmp"; die "cannot make the munge key $key"; }
+  rm -f "$tmp"
 }
 
 # Copy, between two directories of this machine, the files a node with these roles

@@ -237,12 +237,24 @@ cfg_opt() {
   jq -r "$1 // empty" "${PFSLAB_NODE_CONFIG:?PFSLAB_NODE_CONFIG is not set}"
 }
 
+# True when process PID lives. A zombie does not: it is dead and waits to be reaped,
+# which takes a while where PID 1 is not an init that reaps at once (this machine's),
+# so a killed daemon would otherwise still look alive to kill -0.
+proc_alive() {
+  local stat
+  kill -0 "$1" 2>/dev/null || return 1
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  # The state follows the command name, which is in parentheses and may hold spaces.
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
 # True when the pid in a pid file belongs to a live process.
 pid_alive() {
   local pidfile=$1 pid
   [[ -s $pidfile ]] || return 1
   pid=$(<"$pidfile")
-  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
+  [[ $pid =~ ^[0-9]+$ ]] && proc_alive "$pid"
 }
 
 # Stop the process of a pid file: TERM, wait up to $2 seconds, then KILL.
@@ -250,22 +262,22 @@ stop_pidfile() {
   local pidfile=$1 grace=${2:-5} pid waited=0
   [[ -s $pidfile ]] || return 0
   pid=$(<"$pidfile")
-  if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+  if [[ $pid =~ ^[0-9]+$ ]] && proc_alive "$pid"; then
     kill -TERM "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null && ((waited < grace * 10)); do
+    while proc_alive "$pid" && ((waited < grace * 10)); do
       sleep 0.1
       waited=$((waited + 1))
     done
-    if kill -0 "$pid" 2>/dev/null; then
+    if proc_alive "$pid"; then
       log "pid $pid ($(basename "$pidfile")) ignored TERM for ${grace}s; killing it"
       kill -KILL "$pid" 2>/dev/null || true
       waited=0
       # A process in an uninterruptible wait dies only when the wait ends: do not hang on it.
-      while kill -0 "$pid" 2>/dev/null && ((waited < 100)); do
+      while proc_alive "$pid" && ((waited < 100)); do
         sleep 0.05
         waited=$((waited + 1))
       done
-      kill -0 "$pid" 2>/dev/null && log "pid $pid ($(basename "$pidfile")) is still dying (an uninterruptible wait); going on"
+      proc_alive "$pid" && log "pid $pid ($(basename "$pidfile")) is still dying (an uninterruptible wait); going on"
     fi
   fi
   rm -f "$pidfile"

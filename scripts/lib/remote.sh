@@ -377,13 +377,19 @@ remote_boot_hosts() {
 # this machine's disk and are never printed. Each node gets only what its roles use
 # (cluster_files_for, scripts/lib/cluster-files.sh: no mon. or admin key on a client),
 # into a directory of mode 700, modes kept. Nothing to do when the bootstrap node made
-# no cluster files (NFS, GPFS).
+# no cluster files (NFS, GPFS) and the lab has no Slurm.
 remote_copy_cluster() {
   local lab=$1 inv boot path node opts have file files srcs roles
   inv=$(remote_inv "$lab")
   boot=$(jq -r '.phases[0][0].node // empty' "$inv")
   path=$(jq -r '.cluster_path // "/etc/pfslab/cluster"' "$inv")
   [[ -n $boot ]] || return 0
+  # A lab with Slurm: its MUNGE key is made once on the bootstrap node, with the other
+  # cluster files, by the kit there (the key never leaves the lab's nodes).
+  if jq -e '[.nodes[].roles[] | select(startswith("slurm-"))] | length > 0' "$inv" >/dev/null; then
+    remote_ssh "$lab" "$boot" "bash -c 'set -e; source $REMOTE_ROOT/scripts/lib/common.sh; source $REMOTE_ROOT/scripts/lib/cluster-files.sh; mkdir -p $path; chmod 700 $path; umask 077; munge_key_make $path/munge.key'" ||
+      die "cannot make the lab's munge key in $path on $boot"
+  fi
   # Only the names: which files there are is no secret.
   have=$(remote_ssh "$lab" "$boot" "ls -A '$path' 2>/dev/null" 2>/dev/null) || have=
   if [[ -z $have ]]; then

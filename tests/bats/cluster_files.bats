@@ -44,6 +44,10 @@ ceph.conf"
     files_for "$r"
     assert_output beegfs.auth
   done
+  for r in slurm-controller slurm-node; do
+    files_for "$r"
+    assert_output munge.key
+  done
   files_for nfs-client gpfs-nsd
   assert_output ""
 }
@@ -94,6 +98,29 @@ ceph.conf"
   cmp "$SRC/beegfs.auth" "$BATS_TEST_TMPDIR/nodes/cli0/cluster/beegfs.auth"
 }
 
+@test "local lab: the first Slurm node makes the lab's munge key (400) with the bootstrap node's files; every Slurm node gets that one" {
+  ln -sf "$(command -v chown)" "$SAFE/chown"
+  ln -sf "$(command -v head)" "$SAFE/head"
+  rm -f "$SRC"/*
+  local_copy cli0 ceph-client slurm-controller slurm-node
+  assert_success
+  assert_output ""
+  run stat -c '%a %s' "$SRC/munge.key"
+  assert_output "400 1024"
+  if id munge >/dev/null 2>&1; then assert_equal "$(stat -c %U "$SRC/munge.key")" munge; fi
+  cmp "$SRC/munge.key" "$BATS_TEST_TMPDIR/nodes/cli0/cluster/munge.key"
+  sum=$(sha256sum <"$SRC/munge.key")
+  local_copy cli1 slurm-node
+  assert_success
+  cmp "$SRC/munge.key" "$BATS_TEST_TMPDIR/nodes/cli1/cluster/munge.key"
+  assert_equal "$(sha256sum <"$SRC/munge.key")" "$sum"
+  # A node without a Slurm role neither makes nor gets it.
+  rm -f "$SRC/munge.key"
+  local_copy osd0 ceph-osd
+  assert_success
+  [[ ! -e $SRC/munge.key && ! -e $BATS_TEST_TMPDIR/nodes/osd0/cluster/munge.key ]]
+}
+
 @test "remote lab (BeeGFS): every BeeGFS node gets the secret by scp -3, no file goes elsewhere" {
   BUILD=$BATS_TEST_TMPDIR/build
   LAB=$BUILD/aws-beegfs
@@ -115,4 +142,29 @@ ceph.conf"
   run calls scp
   assert_output "scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth ss0:/etc/pfslab/cluster/
 scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth cli0:/etc/pfslab/cluster/"
+}
+
+@test "remote lab with Slurm: the bootstrap node makes the munge key, only the Slurm nodes get it" {
+  BUILD=$BATS_TEST_TMPDIR/build
+  LAB=$BUILD/aws-nfs
+  mkdir -p "$LAB/ssh"
+  : >"$LAB/ssh/id_ed25519"
+  jq -n '{lab: "aws-nfs", target: "aws", ssh: {user: "root"}, cluster_path: "/etc/pfslab/cluster",
+    nodes: [
+      {name: "srv0", group: "srv", roles: ["nfs-server"], address: "10.21.0.10", ssh_address: "198.51.100.10"},
+      {name: "cli0", group: "cli", roles: ["nfs-client", "slurm-controller", "slurm-node"], address: "10.21.0.11", ssh_address: "198.51.100.11"},
+      {name: "cli1", group: "cli", roles: ["nfs-client", "slurm-node"], address: "10.21.0.12", ssh_address: "198.51.100.12"}],
+    phases: [[{node: "srv0", role: "nfs-server"}], [{node: "cli0", role: "nfs-client"}, {node: "cli1", role: "nfs-client"}], [], [], [{node: "cli0", role: "slurm-controller"}]]}' \
+    >"$LAB/inventory.json"
+  shim ssh '[[ ${!#} == *"ls -A"* ]] && echo munge.key; exit 0'
+  shim scp
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" bash -c \
+    'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/remote.sh" && remote_copy_cluster aws-nfs' _ "$KIT"
+  assert_success
+  O="-F $LAB/ssh/config"
+  run calls ssh
+  assert_line --index 0 --partial "srv0 bash -c 'set -e; source /opt/pfslab/scripts/lib/common.sh; source /opt/pfslab/scripts/lib/cluster-files.sh; mkdir -p /etc/pfslab/cluster; chmod 700 /etc/pfslab/cluster; umask 077; munge_key_make /etc/pfslab/cluster/munge.key'"
+  run calls scp
+  assert_output "scp -3 -q -p $O srv0:/etc/pfslab/cluster/munge.key cli0:/etc/pfslab/cluster/
+scp -3 -q -p $O srv0:/etc/pfslab/cluster/munge.key cli1:/etc/pfslab/cluster/"
 }

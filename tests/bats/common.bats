@@ -89,6 +89,32 @@ teardown() {
   assert [ ! -e "$BATS_TEST_TMPDIR/p.pid" ]
 }
 
+@test "pid_alive: a dead process that is not reaped yet (a zombie) is not alive" {
+  # The child exits at once; its parent sleeps and never reaps it.
+  python3 -c 'import os, sys, time
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+open(sys.argv[1], "w").write(f"{pid}\n")
+time.sleep(10)' "$BATS_TEST_TMPDIR/z.pid" &
+  parent=$!
+  for _ in $(seq 50); do
+    [[ -s $BATS_TEST_TMPDIR/z.pid && $(ps -o stat= -p "$(<"$BATS_TEST_TMPDIR/z.pid")" 2>/dev/null) == Z* ]] && break
+    sleep 0.1
+  done
+  assert_equal "$(ps -o stat= -p "$(<"$BATS_TEST_TMPDIR/z.pid")")" Z
+  run pid_alive "$BATS_TEST_TMPDIR/z.pid"
+  assert_failure
+  echo "$parent" >"$BATS_TEST_TMPDIR/p.pid"
+  run pid_alive "$BATS_TEST_TMPDIR/p.pid"
+  assert_success
+  # stop_pidfile does not wait out its grace on the zombie's parent either: it ends.
+  run stop_pidfile "$BATS_TEST_TMPDIR/p.pid" 5
+  assert_success
+  refute_output --partial "ignored TERM"
+  wait "$parent" 2>/dev/null || true
+}
+
 @test "lab_field: reads the lab this command resolved, then the lab as brought up, and refuses a bad name" {
   [[ -x $REPO/.venv/bin/pfslab ]] || skip "the kit's command is missing: run 'make deps'"
   PFSLAB_LAB_JSON=$BATS_TEST_TMPDIR/resolved.json

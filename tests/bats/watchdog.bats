@@ -30,7 +30,9 @@ read -r status message <"$file"
 echo "$message"
 exit "$status"
 EOF
-  chmod +x "$KIT/scripts/local/node-exec" "$KIT/scripts/roles/ceph"
+  # The scheduler's role answers the same way (it has no `essential` list).
+  grep -v essential "$KIT/scripts/roles/ceph" >"$KIT/scripts/roles/slurm"
+  chmod +x "$KIT/scripts/local/node-exec" "$KIT/scripts/roles/ceph" "$KIT/scripts/roles/slurm"
   local node
   for node in mon0 osd0 osd1 cli0; do
     mkdir -p "$BATS_TEST_TMPDIR/nodes/$node"
@@ -40,7 +42,7 @@ EOF
     target: "local", clients: ["cli0"], filesystem: {mount: "/nonexistent/pfslab-wd"},
     local: {state_root: $s, netns: {mon0: "wd-mon0", osd0: "wd-osd0", osd1: "wd-osd1", cli0: "wd-cli0"}},
     nodes: [{name: "mon0", roles: ["ceph-mon", "ceph-mds"]}, {name: "osd0", roles: ["ceph-osd"]},
-            {name: "osd1", roles: ["ceph-osd"]}, {name: "cli0", roles: ["ceph-client"]}]}' >"$KIT/build/wd/inventory.json"
+            {name: "osd1", roles: ["ceph-osd"]}, {name: "cli0", roles: ["ceph-client", "slurm-controller", "slurm-node"]}]}' >"$KIT/build/wd/inventory.json"
   export HEALTH PFSLAB_ROOT=$KIT
 }
 
@@ -111,6 +113,16 @@ teardown() {
   wait "$WATCHDOG"
   run jq -r .detail "$RUN/lab-health.json"
   assert_output --partial "cli0: ceph-client@cli0: /mnt does not answer"
+}
+
+@test "a dead slurmd is a fault of the run, naming the node (its jobs cannot run)" {
+  start_bench
+  echo "1 slurm-node@cli0: slurmd is not running" >"$HEALTH/node.cli0"
+  watch
+  wait "$WATCHDOG"
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "cli0: slurm-node@cli0: slurmd is not running"
 }
 
 @test "one OSD of two down while the pools serve: degraded, written once, and the watch goes on" {

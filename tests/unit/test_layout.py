@@ -51,6 +51,27 @@ def test_phases_start_each_family_in_registry_order() -> None:
     assert {p["node"] for phase in ceph["phases"] for p in phase if p["role"] == "ceph-osd"} == {"osd0", "osd1", "osd2"}
 
 
+def test_a_scheduler_puts_its_controller_on_the_login_node_and_slurmd_on_clients_last() -> None:
+    lab = labs.load("local-slurm")
+    derived = layout.derive(lab)
+    roles = {n["name"]: n["roles"] for n in derived["nodes"]}
+    assert roles["cli0"] == ["ceph-client", "slurm-controller", "slurm-node"]
+    assert roles["cli1"] == ["ceph-client", "slurm-node"]
+    assert all(not r.startswith("slurm-") for n in ("mon0", "osd0") for r in roles[n])
+    # The scheduler's roles do not change which image a client boots.
+    assert {n["name"]: n["image"] for n in derived["nodes"]}["cli1"] == "client"
+    assert derived["phases"][-1][-3:] == [
+        {"node": "cli0", "role": "slurm-controller"}, {"node": "cli0", "role": "slurm-node"},
+        {"node": "cli1", "role": "slurm-node"}]
+    assert all(not p["role"].startswith("slurm-") for phase in derived["phases"][:-1] for p in phase)
+    # A lab naming its login node gets the controller there.
+    lab["network"]["login"] = "mon0"
+    roles = {n["name"]: n["roles"] for n in layout.derive(lab)["nodes"]}
+    assert roles["mon0"][-1] == "slurm-controller" and "slurm-controller" not in roles["cli0"]
+    # Without a scheduler, nothing is added.
+    assert all(not r.startswith("slurm-") for n in layout.derive(local_lab())["nodes"] for r in n["roles"])
+
+
 def test_existing_hosts_keep_their_addresses_on_baremetal_only() -> None:
     lab = labs.load("baremetal-cephfs-hosts")
     hosts = lab["targets"]["baremetal"]["hosts"]

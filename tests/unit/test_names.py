@@ -196,3 +196,10 @@ def test_run_dir_takes_a_name_given_by_the_kits_machine_only_when_valid(tmp_path
         state.new_run_dir("local", name="../x")
     with pytest.raises(FileExistsError):
         state.new_run_dir("local", name="20261124T101500Z+")
+
+
+@pytest.mark.parametrize("lab, want", [("local-slurm", "local_slurm"), ("beegfs-small+1", "beegfs_small_1"),
+                                       ("a.b", "a_b")])
+def test_slurm_cluster_name_holds_only_what_slurmdbd_accepts(lab: str, want: str) -> None:
+    assert names.slurm_cluster(lab) == want
+    assert re.fullmatch(r"[a-z0-9_]{1,40}", names.slurm_cluster(lab))

@@ -16,7 +16,14 @@ locals {
   families = {
     for f in fileset(local.registry_dir, "*.json") : trimsuffix(f, ".json") => jsondecode(file("${local.registry_dir}/${f}"))
   }
-  role_info = merge([for fam in values(local.families) : {
+  # A scheduler's roles, which pfslab/layout.py attaches to the login node and the
+  # clients (scripts/roles/slurm); a cloud node only installs them at first boot (the
+  # MUNGE key comes with the cluster files after it).
+  scheduler_roles = {
+    "slurm-controller" = { family = "slurm", component = "controller", phase = 4, boot = "install" }
+    "slurm-node"       = { family = "slurm", component = "node", phase = 4, boot = "install" }
+  }
+  role_info = merge(local.scheduler_roles, [for fam in values(local.families) : {
     for r in fam.roles : r.name => {
       family    = fam.family
       component = r.component
@@ -117,7 +124,9 @@ locals {
       disks      = local.disks[name]
       paths      = n.paths
       # Devices the lab lets the roles erase although they hold something; absent when none.
-    }, { for k, v in { wipe_devices = n.wipe_devices } : k => v if length(v) > 0 })
+      }, { for k, v in { wipe_devices = n.wipe_devices } : k => v if length(v) > 0 },
+      # The lab's scheduler (scripts/roles/slurm) on the nodes that play its roles; absent otherwise.
+    { for k, v in { scheduler = try(local.lab.scheduler, null) } : k => v if v != null && length([for r in n.roles : r if startswith(r, "slurm-")]) > 0 })
   }
 
   # Each phase as "node/role" keys, the unit the adapters start and stop.
