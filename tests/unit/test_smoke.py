@@ -248,3 +248,15 @@ def test_exit_status_a_missing_required_tool_or_nothing_run_fails(monkeypatch: p
         monkeypatch.setattr(smoke_run, "smoke", lambda names, root, log=print, js=jobs: js)
         args.require = require
         assert smoke_run.main(args) == status, (jobs, require)
+
+
+def test_the_io500_config_of_a_smoke_has_a_1_s_stonewall_and_keeps_every_other_line() -> None:
+    """On a fast scratch the quick sizes ran out before the quick 5 s stonewall, which
+    IO500 rightly calls invalid: the smoke scales the stonewall, a time, as the others."""
+    from pfslab import io500
+
+    config = io500.render({"stonewall": 5, "ior_easy_block": "2g"}, "quick", "io500", "/data", "/results")
+    scaled = smoke._scaled_files({io500.CONFIG_FILE: config}, 2, 2, "/tmp/x", "/bin/io500")[io500.CONFIG_FILE]
+    assert "stonewall-time = 1\n" in scaled and "stonewall-time = 5" not in scaled
+    assert [line for line in scaled.splitlines() if "stonewall" not in line] == \
+        [line for line in config.splitlines() if "stonewall" not in line]
