@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The slurm role for real on this machine: a one-node cluster (slurmctld, slurmd and
-# munged, all in a scratch state directory, bound to 127.0.0.1 on ports chosen free)
+# munged, all in a scratch state directory, bound to 127.0.0.1 on ports chosen free; a
+# host of its own, as bare metal is: the local lab's namespaces are tested by its lab)
 # runs an ordinary user's srun and sbatch jobs, writes their job-completion records,
 # notices a killed slurmd (naming the node) and stops leaving no process.
 # Needs root (munged runs as munge, jobs as another user) and Debian's slurm-wlm and
@@ -47,7 +48,7 @@ setup_file() {
   mkdir -p "$SCRATCH/work"
   chown "$JOB_USER:" "$SCRATCH/work"
   jq -n --arg s "$SCRATCH" --argjson cp "$(free_port)" --argjson dp "$(free_port)" '{
-    lab: "slurm.test+1", target: "local",
+    lab: "slurm.test+1", target: "baremetal",
     node: {name: "cli0", group: "cli", index: 0, address: "127.0.0.1", roles: ["slurm-controller", "slurm-node"]},
     scheduler: {type: "slurm", slurmctld_port: $cp, slurmd_port: $dp},
     network: {subnet: "127.0.0.0/8"},
