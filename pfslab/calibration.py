@@ -4,7 +4,8 @@ A lab with no published numbers (the embedded local lab, a user's new hardware) 
 judged against what it showed it can do when it was known healthy: right after
 ``make lab-up`` the kit runs short fio probes through one client of the lab
 (sequential 1 MiB write and read, random 4 KiB write and read, file create, stat and
-remove), a few rounds each, and keeps the median of every figure. A benchmark's
+remove, 4 KiB files written and synced one by one), a few rounds each, and keeps the
+median of every figure. A benchmark's
 figure then passes when it reaches a stated fraction (its *floor*) of the probe of
 the same kind. Both the probes and the floors are written once, in
 ``reframe/references/policy.yaml`` (section ``calibration``), with the reason for
@@ -64,6 +65,7 @@ class Rule:
     probe: str
     probe_figure: str | None  # None: the probe's figure of the same kind (bandwidth or rate)
     floor: float  # fraction of the probe figure the benchmark figure must reach
+    pattern: str | None = None  # None: every workload's figure; else only a workload of this pattern's
 
 
 @lru_cache(maxsize=1)
@@ -78,14 +80,26 @@ def probes() -> list[Probe]:
             for p in policy()["probes"]]
 
 
-def rules() -> dict[str, Rule]:
-    """Figure -> the probe (figure) that judges it and its floor."""
-    out: dict[str, Rule] = {}
+def _all_rules() -> list[Rule]:
+    out: list[Rule] = []
     for group in policy()["floors"]:
         probe, _, probe_figure = str(group["probe"]).partition(".")
-        for figure in group["figures"]:
-            out[str(figure)] = Rule(str(figure), probe, probe_figure or None, float(group["floor"]))
+        patterns: list[str | None] = [str(p) for p in group.get("patterns", [])] or [None]
+        for pattern in patterns:
+            out.extend(Rule(str(figure), probe, probe_figure or None, float(group["floor"]), pattern)
+                       for figure in group["figures"])
     return out
+
+
+def rules() -> dict[str, Rule]:
+    """Figure -> the probe (figure) that judges it and its floor, in any workload."""
+    return {rule.figure: rule for rule in _all_rules() if rule.pattern is None}
+
+
+def pattern_rules() -> dict[tuple[str, str], Rule]:
+    """(figure, workload pattern) -> the rule that judges that figure in workloads of that
+    pattern instead of the general one (4 KiB files synced one by one are not empty files)."""
+    return {(rule.figure, rule.pattern): rule for rule in _all_rules() if rule.pattern}
 
 
 def unjudged() -> dict[str, str]:
@@ -215,7 +229,7 @@ def check(lab_name: str, say: Any = print) -> str | None:
     wanted_ids = [str(i) for i in policy().get("check", [])]
     scratch = f"{bench.scratch_root}/check-{uuid.uuid4().hex[:8]}"
     out_dir = state.BUILD_DIR / lab_name / "calibration" / "check"
-    floors = {r.probe: r.floor for r in rules().values()}
+    floors = {r.probe: r.floor for r in _all_rules()}
     try:
         for probe in (p for p in probes() if p.id in wanted_ids):
             for name, value, unit in bench.probe(probe, calibration["client"], out_dir / probe.id, scratch, 60):
@@ -251,7 +265,8 @@ def load(path: Path) -> dict[str, Any] | None:
 
 # ---- thresholds -----------------------------------------------------------------------------
 
-def threshold(calibration: dict[str, Any] | None, figure: str, kind: str | None = None) -> Reference | None:
+def threshold(calibration: dict[str, Any] | None, figure: str, kind: str | None = None,
+              pattern: str | None = None) -> Reference | None:
     """The calibrated reference for a figure measured as ``kind`` (bandwidth or rate),
     or None when no probe judges it.
 
@@ -261,12 +276,13 @@ def threshold(calibration: dict[str, Any] | None, figure: str, kind: str | None 
     """
     if calibration is None or kind == "time":
         return None
-    rule = rules().get(figure)
-    if rule is None:
+    candidates = [pattern_rules().get((figure, pattern)) if pattern else None, rules().get(figure)]
+    # A calibration made before a pattern's probe existed lacks it: the general rule judges.
+    found_rule = next(((rule, entry) for rule in candidates if rule is not None
+                       for entry in [_probe_entry(calibration, rule, kind)] if entry is not None), None)
+    if found_rule is None:
         return None
-    found = _probe_entry(calibration, rule, kind)
-    if found is None:
-        return None
+    rule, found = found_rule
     probe_figure, probe = found
     probe_unit = str(probe["unit"])
     if kind_of(probe_unit) == "bandwidth":
@@ -299,6 +315,7 @@ def summary_lines(calibration: dict[str, Any]) -> list[str]:
             shown = "MiB/s" if kind_of(unit) == "bandwidth" else unit
             samples = ", ".join(_fmt(convert(float(v), unit, shown)) for v in entry.get("samples", []))
             shown_figures.append(f"{name} {_fmt(convert(float(entry['value']), unit, shown))} {shown} (of {samples})")
-        judged = sorted(r.figure for r in rules().values() if r.probe == probe_id)
+        judged = sorted(r.figure + (f" ({r.pattern} workloads)" if r.pattern else "")
+                        for r in _all_rules() if r.probe == probe_id)
         lines.append(f"  {probe_id}: {'; '.join(shown_figures)}; judges {', '.join(judged) or 'nothing'}")
     return lines

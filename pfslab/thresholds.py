@@ -15,7 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pfslab import calibration, machine, references, state
+from pfslab import calibration, machine, references, state, workloads
+from pfslab.errors import KitError
 
 
 @dataclass
@@ -45,7 +46,7 @@ class Judge:
                                      "('make lab-up' calibrates a new lab; 'make calibrate' runs it again)")
             if kind is None:
                 return None, note + "judged by the lab's calibration once the figure is measured"
-            cal = calibration.threshold(self.calibration, operation, kind)
+            cal = calibration.threshold(self.calibration, operation, kind, self._pattern(workload))
             if cal is not None:
                 return cal, note + references.basis(cal)
             why = calibration.unjudged().get(operation) or (
@@ -53,6 +54,13 @@ class Judge:
                 if kind == "time" else f"no calibration probe judges {operation}")
             return None, note + f"no threshold: {why}"
         return None, note + "no published or baseline value for this figure"
+
+
+    def _pattern(self, workload: str) -> str | None:
+        try:
+            return str(workloads.find(self.lab, workload)["pattern"])
+        except KitError:
+            return None  # not a workload of this lab (a calibration probe's own id)
 
 
 def machine_id_for(lab: dict[str, Any]) -> str:

@@ -52,6 +52,39 @@ def test_metadata_rates_are_judged_by_the_metadata_probe() -> None:
     assert found.value == pytest.approx(cal()["probes"]["metadata"]["create"]["value"])
 
 
+SMALL_FILES_FIXTURE = FIXTURE.with_name("calibration-small-files.json")
+
+
+def test_synced_4k_file_creates_are_judged_by_the_small_files_probe_empty_ones_by_metadata() -> None:
+    """mdtest -w 4K -y waits for a data write per file: its creates ran at 0.085 of the
+    empty-file probe on a healthy lab, at about 1x of a probe doing the same work."""
+    calib: dict[str, Any] = json.loads(SMALL_FILES_FIXTURE.read_text())
+    j = judge([], calib=calib)
+    small, why = j.reference("mdtest-4k", "file_creation", 1, "quick", None, "rate")
+    assert small is not None and "small-files probe" in why
+    assert small.value == pytest.approx(calib["probes"]["small-files"]["create"]["value"])
+    imported, _ = j.reference("pixstor-capex/mdtest-4k", "file_creation", 1, "quick", None, "rate")
+    assert imported is not None and imported.value == small.value
+    empty, why = j.reference("mdtest-empty", "file_creation", 1, "quick", None, "rate")
+    assert empty is not None and "metadata probe" in why
+    assert empty.value == pytest.approx(calib["probes"]["metadata"]["create"]["value"])
+    stat, why = j.reference("mdtest-4k", "file_stat", 1, "quick", None, "rate")
+    assert stat is not None and "metadata probe" in why
+
+
+def test_a_calibration_without_the_small_files_probe_judges_as_before() -> None:
+    found, why = judge([], calib=cal()).reference("mdtest-4k", "file_creation", 1, "quick", None, "rate")
+    assert "small-files" not in cal()["probes"]
+    assert found is not None and "metadata probe" in why
+
+
+def test_every_pattern_a_floor_names_is_a_workload_pattern() -> None:
+    """A misspelt pattern would silently leave its figures to the general floor."""
+    patterns = {str(w["pattern"]) for name in labs.lab_names() for w in labs.load(name).get("workloads", [])}
+    named = {pattern for _, pattern in calibration.pattern_rules()}
+    assert named and named <= patterns, sorted(named - patterns)
+
+
 def test_completion_times_have_no_calibrated_threshold() -> None:
     assert calibration.threshold(cal(), "wall_time", "time") is None
     assert calibration.threshold(cal(), "execution_time", "time") is None
