@@ -167,3 +167,12 @@ def test_under_mpirun_in_the_allocation_the_labs_line_runs_without_its_hostfile(
 ])
 def test_an_mpirun_line_loses_only_its_hostfile_option(line: str, want: str) -> None:
     assert scheduler.without_hostfile(line) == want
+
+
+def test_a_job_under_a_scheduler_exports_the_launcher_environment_without_the_rsh_agent() -> None:
+    env = {"OMPI_MCA_plm_rsh_agent": "/kit/scripts/local/nsrsh", "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+           "OMPI_MCA_btl_tcp_if_include": "10.99.0.0/24", "RSH": "/kit/scripts/local/nsrsh"}
+    # Slurm starts Open MPI's daemons in the allocation; IOzone's children still need RSH.
+    assert scheduler.job_env(labs.load("local-slurm"), env) == {
+        "OMPI_MCA_btl_tcp_if_include": "10.99.0.0/24", "RSH": "/kit/scripts/local/nsrsh"}
+    assert scheduler.job_env(labs.load("local"), env) == env
