@@ -203,6 +203,28 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_accounting(args: argparse.Namespace) -> int:
+    from pfslab import accounting, state
+
+    entry = accounting.collect(Path(args.run_dir), state.lab(args.lab), Path(args.slurm_conf) if args.slurm_conf else None)
+    if entry is None:
+        print(f"lab {args.lab} has no Slurm: no accounting records to keep")
+        return 0
+    if entry["source"] is None:
+        raise KitError(f"no accounting records kept for {len(entry['jobs'])} job(s): {entry['error']}")
+    missing = f"; no record of job(s) {', '.join(entry['missing'])}" if entry["missing"] else ""
+    print(f"{accounting.FILE_NAME}: {len(entry['jobs'])} job(s) from {entry['source']}{missing}")
+    return 0
+
+
+def _add_accounting(sub: Subparsers) -> None:
+    p = sub.add_parser("accounting", help="keep the Slurm accounting records of a run's jobs in its run directory")
+    p.add_argument("run_dir")
+    p.add_argument("lab")
+    p.add_argument("--slurm-conf", help="the cluster's slurm.conf (default $SLURM_CONF, else /etc/slurm/slurm.conf)")
+    p.set_defaults(handler=_cmd_accounting)
+
+
 def _cmd_run_dir(args: argparse.Namespace) -> int:
     from pfslab import labs, state
 
@@ -515,7 +537,7 @@ def _add_smoke(sub: Subparsers) -> None:
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
-    _add_smoke,
+    _add_smoke, _add_accounting,
 )
 
 

@@ -19,11 +19,12 @@ from typing import Any
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 from reframe.utility import typecheck as typ
 
-from pfslab import KIT_ROOT, io500, labs, state, thresholds, workloads
+from pfslab import KIT_ROOT, io500, labs, scheduler, state, thresholds, workloads
 from pfslab import launcher as launcher_of
 from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
@@ -90,6 +91,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
     lab: dict[str, Any]
     workload: dict[str, Any]
     rendered: workloads.Rendered
+    # ReFrame's variable (its value stays ReFrame's), typed for mypy: a lab with a scheduler sets it.
+    num_tasks_per_node: int | None
 
     @run_after("init")
     def bind_case(self) -> None:
@@ -168,11 +171,14 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             # A remote lab's stage is on its login node only: ranks on the other clients
             # write their own outputs into the run's scratch in the file system.
             rank_dir=None if self.lab.get("target", "local") == "local" else scratch_dir,
+            scheduler_launcher=scheduler.launcher(self.lab),
         )
         self.rendered = workloads.render(self.lab, case, ctx)
         for name, content in self.rendered.files.items():
             Path(self.stagedir, name).write_text(content)
-        self.env_vars.update(launcher.get("env", {}))
+        self.env_vars.update(scheduler.job_env(self.lab, launcher.get("env", {})))
+        if scheduler.kind(self.lab) is not None:
+            self._ask_for_allocation(len(clients))
         if inventory is not None:
             # mpirun from the same view as the tool (benchmark.toolchain): the seed view's
             # IOR 3.3.0 is built against its Open MPI 4.1.8, not the default view's 5.0.8.
@@ -188,6 +194,20 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             # IO500's own result directory (result.txt, each phase's output): kept with the run.
             self.keep_files.append(io500.RESULT_DIR)
         self._set_references()
+
+    def _ask_for_allocation(self, clients: int) -> None:
+        """One batch job holds the case's nodes and ranks (its #SBATCH lines); the steps
+        start their ranks inside it (workloads.Context.scheduler_launcher), so the job's
+        last line, the steps' status, runs on the batch node as it is, not under srun."""
+        case: workloads.Case = self.case
+        nodes = workloads.nodes_used((case.threads, case.nodes), clients)
+        self.num_tasks = case.threads
+        # At most this many on a node (sbatch: --ntasks wins, --ntasks-per-node is a ceiling):
+        # the round robin of the kit's hostfiles gives no node more.
+        self.num_tasks_per_node = -(-case.threads // nodes)
+        # ReFrame 4.10's tests have no node count; its --nodes would be tasks // per node.
+        self.job.options += [f"--nodes={nodes}"]
+        self.job.launcher = getlauncher("local")()
 
     def _skip(self, reason: str) -> None:
         self.skip_reason = reason

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, labs, state
+from pfslab import KIT_ROOT, labs, scheduler, state
 
 NO_LAB = "nolab"
 PARTITION = "clients"
@@ -38,6 +38,15 @@ def _partition(descr: str, scheduler: str, launcher: str, max_jobs: int = 1) -> 
     }
 
 
+def _lab_partition(lab: dict[str, Any], descr: str) -> dict[str, Any]:
+    """The partition of a lab: its scheduler's (one batch job per test, asking for the
+    lab's access options), or this machine's when it has none."""
+    partition = _partition(descr, scheduler.reframe_scheduler(lab), scheduler.reframe_launcher(lab))
+    if scheduler.kind(lab) is not None:
+        partition["access"] = scheduler.access(lab)
+    return partition
+
+
 def _system(name: str, descr: str, hostnames: list[str], partition: dict[str, Any], runs: Path) -> dict[str, Any]:
     return {
         "name": name,
@@ -59,18 +68,20 @@ def build() -> dict[str, Any]:
     if active and inventory:
         systems.append(
             _system(labs.system_name(active), inventory.get("title", active), [".*"],
-                    _partition(f"clients of lab {active}", "local", "local"), runs)
+                    _lab_partition(state.lab(active), f"clients of lab {active}"), runs)
         )
     for name in labs.lab_names():
         if name == active:
             continue
         lab = labs.load(name)
-        if lab["target"] == "local":
-            continue  # a local lab only exists once it is up
+        if lab["target"] == "local" and scheduler.kind(lab) is None:
+            # A local lab only exists once it is up; one with a scheduler has a dry-run
+            # system, so its batch job scripts can be read before it is.
+            continue
         system = labs.system_name(name)
         systems.append(
             _system(system, lab["title"], [f"^pfslab-never-matches-{system}$"],
-                    _partition(f"clients of lab {name} (dry runs; run there for results)", "local", "local"), runs)
+                    _lab_partition(lab, f"clients of lab {name} (dry runs; run there for results)"), runs)
         )
     systems.append(
         _system(NO_LAB, "no lab is up", [".*"], _partition("no lab is up: run make lab-up", "local", "local"), runs)

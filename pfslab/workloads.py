@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, distribution, io500, ior_options, iozone_options, labs, layout, state
+from pfslab import KIT_ROOT, distribution, io500, ior_options, iozone_options, labs, layout, scheduler, state
 from pfslab.units import format_size, parse_size
 from pfslab.errors import KitError
 
@@ -165,11 +165,12 @@ def import_points(lab: dict[str, Any], workload: dict[str, Any]) -> list[tuple[i
     if how == "quick" or not points:
         return points
     clients = sum(1 for node in layout.nodes(lab) if layout.is_client(node))
-    spanning = [p for p in points if _nodes_used(p, clients) >= clients]
-    return [spanning[0] if spanning else max(points, key=lambda p: (_nodes_used(p, clients), p[0]))]
+    spanning = [p for p in points if nodes_used(p, clients) >= clients]
+    return [spanning[0] if spanning else max(points, key=lambda p: (nodes_used(p, clients), p[0]))]
 
 
-def _nodes_used(point: tuple[int, int | None], clients: int) -> int:
+def nodes_used(point: tuple[int, int | None], clients: int) -> int:
+    """The client nodes a point (threads, nodes) runs on: its nodes, else one per thread up to every client."""
     threads, nodes = point
     return nodes if nodes is not None else min(threads, clients)
 
@@ -197,6 +198,9 @@ class Context:
     # (a remote lab's login node): a directory every client sees (the run's scratch in
     # the file system); the job moves the outputs to work_dir after the step.
     rank_dir: str | None = None
+    # How each step starts its ranks inside a batch job of the lab's scheduler (srun, or
+    # mpirun without a hostfile; pfslab/scheduler.py), None: the lab's mpirun line and a hostfile.
+    scheduler_launcher: str | None = None
 
 
 @dataclass
@@ -285,6 +289,17 @@ def _mpirun(line: str, np: int, hostfile: str) -> str:
     return line.replace("{np}", str(np)).replace("{hostfile}", hostfile)
 
 
+def _start(ctx: Context, line: str | None, np: int, nodes: int, hostfile: str, per_node: int | None = None) -> str:
+    """What starts ``np`` ranks over ``nodes`` clients: srun or mpirun inside the job's
+    allocation, or the lab's mpirun line with ``hostfile`` (written by the caller)."""
+    if ctx.scheduler_launcher == "srun":
+        return scheduler.srun_line(np, nodes, per_node)
+    assert line is not None
+    if ctx.scheduler_launcher == "mpirun":
+        return _mpirun(scheduler.without_hostfile(line), np, "")
+    return _mpirun(line, np, hostfile)
+
+
 def render(lab: dict[str, Any], case: Case, ctx: Context) -> Rendered:
     """The steps of one case (repeated for each iteration) and the files they need."""
     return render_workload(lab, find(lab, case.workload), case, ctx)
@@ -351,12 +366,16 @@ def _render_step(
     # that lab's line runs it.
     own_launcher = None if "/" in case.workload else workload.get("launcher")
     launcher = ctx.mpirun or own_launcher or lab.get("launcher", {}).get("mpirun")
+    # Inside a batch job, Slurm knows the nodes: no hostfile.
+    hostfiles = ctx.scheduler_launcher is None
     if tool in MPI_TOOLS:
-        if not launcher:
+        if not launcher and ctx.scheduler_launcher != "srun":
             raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for {tool}")
         hostfile = f"{ctx.work_dir}/hosts.{case.sweep_point}"
-        files[f"hosts.{case.sweep_point}"] = distribution.hostfile(case.threads, hosts, slots=ctx.hostfile_slots)
-        command = f"{_mpirun(launcher, case.threads, hostfile)} {ctx.tool_path} {args}"
+        if hostfiles:
+            files[f"hosts.{case.sweep_point}"] = distribution.hostfile(case.threads, hosts, slots=ctx.hostfile_slots)
+        start = _start(ctx, launcher, case.threads, nodes_used((case.threads, case.nodes), len(hosts)), hostfile)
+        command = f"{start} {ctx.tool_path} {args}"
         if tool == "io500" and ctx.rank_dir and ctx.rank_dir != ctx.work_dir:
             # Rank 0 writes IO500's result directory where it runs: moved beside the job's outputs.
             step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)
@@ -375,19 +394,22 @@ def _render_step(
             transient=IOZONE_START_FAILURE,
         )
     elif tool == "fio":
-        if not launcher:
+        if not launcher and ctx.scheduler_launcher != "srun":
             raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for fio")
         nodes = min(case.threads, len(hosts))
         hostfile = f"{ctx.work_dir}/nodes.{nodes}"
-        files[f"nodes.{nodes}"] = distribution.hostfile(nodes, hosts, slots=ctx.hostfile_slots)
+        if hostfiles:
+            files[f"nodes.{nodes}"] = distribution.hostfile(nodes, hosts, slots=ctx.hostfile_slots)
         # One fio per node; node r runs its round-robin share of the threads as jobs.
         rank_dir = ctx.rank_dir or ctx.work_dir
+        # srun sets no MPI rank variable, only Slurm's own.
+        rank = "${SLURM_PROCID:-0}" if ctx.scheduler_launcher == "srun" else "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"
         per_node = (
-            f"r=${{OMPI_COMM_WORLD_RANK:-${{PMI_RANK:-0}}}}; "
+            f"r={rank}; "
             f"exec {ctx.tool_path} --numjobs=$(( {case.threads} / {nodes} + (r < {case.threads} % {nodes}) )) "
             f"--output={rank_dir}/{tag}.fio.$r.json {args}"
         )
-        command = f"{_mpirun(launcher, nodes, hostfile)} sh -c {shlex.quote(per_node)}"
+        command = f"{_start(ctx, launcher, nodes, nodes, hostfile, per_node=1)} sh -c {shlex.quote(per_node)}"
         output = f"{ctx.work_dir}/{tag}.fio.*.json"
         if rank_dir != ctx.work_dir:
             step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)

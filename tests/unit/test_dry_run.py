@@ -82,13 +82,13 @@ def read_job(case: str, stage: Path) -> Job:
     return job
 
 
-def dry_run(lab: str, root: Path, run_dir: Path) -> DryRun:
+def dry_run(lab: str, root: Path, run_dir: Path, only: tuple[str, ...] = ()) -> DryRun:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RFM_", "PFSLAB_"))}
     env.update(RFM_CONFIG_FILES=str(CONFIG), PFSLAB_RUN_DIR=str(run_dir), PFSLAB_ROOT=str(root))
     # --exec-policy=serial, as scripts/dry-run: the asynchronous policy's polling
     # sleeps make a dry run about 2.5 times slower and nothing runs anyway.
     cmd = [str(REFRAME), "-c", str(KIT / "reframe"), "--dry-run", "--system", labs.system_name(lab),
-           "--exec-policy=serial", "--nocolor"]
+           "--exec-policy=serial", "--nocolor", *(arg for name in only for arg in ("-n", name))]
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=KIT, env=env, capture_output=True, text=True, timeout=300)
     seconds = time.monotonic() - start
@@ -96,6 +96,8 @@ def dry_run(lab: str, root: Path, run_dir: Path) -> DryRun:
     report = json.loads((run_dir / "report.json").read_text())
     jobs = {}
     for testcase in report["runs"][0]["testcases"]:
+        if testcase["result"] == "skip" and only:
+            continue  # a selection may hold a workload of another file system (skipped, as in every run)
         assert testcase["result"] == "pass", f"{lab}: {testcase['name']}: {testcase.get('fail_reason')}"
         jobs[testcase["case"]] = read_job(testcase["case"], Path(testcase["stagedir"]))
     return DryRun(lab, seconds, jobs)
@@ -559,3 +561,81 @@ def test_seed_labs_run_the_seeds_ior_where_the_kit_has_it() -> None:
         lab = labs.load(name)
         assert toolchain.view_of(lab) == "seed", name
         assert toolchain.tool_version(lab, "ior") == toolchain.tool_version(lab, "mdtest") == "3.3.0", name
+
+
+# ---- a lab with Slurm: batch jobs -------------------------------------------------------
+
+#: A lab with Slurm that gives every access option (labs/local-slurm.yaml gives none).
+SLURM_LAB = """\
+schema_version: 1
+name: slurm-access
+extends: local-slurm
+title: The local lab with Slurm, every access option given
+scheduler: {type: slurm, launcher: srun, partition: batch, account: acct-1, qos: normal, constraint: ssd}
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm_dry_run(tmp_path_factory: pytest.TempPathFactory) -> DryRun:
+    """The IOR and FIO jobs of a lab with Slurm, in a kit tree whose labs/ holds the
+    shipped labs and that lab."""
+    root = kit_tree(tmp_path_factory)
+    (root / "labs").unlink()
+    (root / "labs").mkdir()
+    for path in (KIT / "labs").iterdir():
+        (root / "labs" / path.name).symlink_to(path)
+    (root / "labs" / "slurm-access.yaml").write_text(SLURM_LAB)
+    return dry_run("slurm-access", root, tmp_path_factory.mktemp("run"), only=("IOR", "FIO"))
+
+
+def sbatch_lines(job: Job) -> list[str]:
+    return [line.split(None, 1)[1] for line in job.file("rfm_job.sh").splitlines() if line.startswith("#SBATCH ")]
+
+
+def test_a_slurm_labs_job_asks_for_its_access_options_and_the_cases_allocation(slurm_dry_run: DryRun) -> None:
+    jobs = slurm_dry_run.jobs
+    assert any(case.split("/")[1] == "pixstor-capex" for case in jobs), sorted(jobs)  # a seed's shape is among them
+    for case, job in jobs.items():
+        threads = threads_of(case)
+        point = case.rsplit("/", 1)[1]
+        nodes = int(point.split("x")[0]) if "x" in point else min(threads, 2)  # local-slurm has 2 clients
+        sbatch = sbatch_lines(job)
+        assert {"--partition=batch", "--account=acct-1", "--qos=normal", "--constraint=ssd",
+                f"--ntasks={threads}", f"--nodes={nodes}", f"--ntasks-per-node={-(-threads // nodes)}",
+                "--exclusive"} <= set(sbatch), (case, sbatch)
+        text = job.file("rfm_job.sh")
+        # The steps start their own ranks: the job's last line runs as it is, not under srun.
+        assert text.splitlines()[-1] == 'exit "$pfslab_status"', case
+        assert "--hostfile" not in text and "--allow-run-as-root" not in text and "plm_rsh_agent" not in text, case
+
+
+def test_a_slurm_labs_steps_run_the_seeds_tool_line_under_srun(slurm_dry_run: DryRun) -> None:
+    """The tool's tokens are what the same case renders to with the lab's own mpirun line
+    (the seed's ior arguments); only what starts the ranks differs."""
+    lab = labs.load(str(KIT / "labs" / "local-slurm.yaml"))
+    clients = [workloads.Client(n["name"], n["name"]) for n in labs.client_nodes(lab)]
+    checked = 0
+    for case_name, job in slurm_dry_run.jobs.items():
+        _, workload, threads, nodes = workloads.parse_case_name(case_name)
+        owner = workload.split("/")[0] if "/" in workload else None
+        case = workloads.Case("local-slurm", workload, threads, "quick" if owner else workloads.lab_mode(lab), nodes)
+        tool = workloads.find(lab, workload)["tool"]
+        ctx = workloads.Context(clients=clients, scratch_dir=job.scratch, work_dir=str(job.stage), tool_path=tool)
+        plain = workloads.render(lab, case, ctx)
+        used = workloads.nodes_used((threads, nodes), len(clients))
+        for tokens, step in zip(job.runs, [s for s in plain.steps if s.kind == "run"], strict=True):
+            mpirun = shlex.split(step.command)
+            if tool == "fio":
+                srun = ["srun", f"--ntasks={used}", f"--nodes={used}", "--ntasks-per-node=1", "--distribution=cyclic"]
+                assert tokens[:len(srun)] == srun and tokens[len(srun):len(srun) + 2] == ["sh", "-c"], case_name
+                assert tokens[-1].startswith("r=${SLURM_PROCID:-0}; ") and tokens[-1].split(";", 1)[1] == mpirun[-1].split(";", 1)[1]
+                continue
+            srun = ["srun", f"--ntasks={threads}", f"--nodes={used}", "--distribution=cyclic"]
+            assert tokens[:len(srun)] == srun, (case_name, tokens)
+            assert tokens[len(srun):] == mpirun[mpirun.index("ior"):], case_name
+            if workload == "pixstor-capex/ior-n1":
+                # PixStor's own ior arguments (PIXSTOR_IOR), on this lab's scratch.
+                assert tokens[len(srun):len(srun) + 10] == ["ior", "-a", "POSIX", "-v", "-i", "1", "-d", "3", "-e", "-k"]
+                checked += 1
+            checked += 1
+    assert checked > 5 and any(case.split("/")[1:3] == ["pixstor-capex", "ior-n1"] for case in slurm_dry_run.jobs)

@@ -266,3 +266,28 @@ def test_a_binary_lab_file_is_one_line_not_a_traceback(tmp_path: Path, content: 
         labs.load(str(path))
     assert "\n" not in str(err.value)
     assert str(err.value).endswith(f"binary.yaml: {message} (is this a binary file?)")
+
+
+@pytest.mark.parametrize("field", ["partition", "account", "qos", "constraint"])
+@pytest.mark.parametrize("value", ["two words", "batch;reboot", "$(id)", "a`id`", "x|y", "q'o", "", "a" * 65])
+def test_a_scheduler_access_option_with_spaces_or_shell_characters_is_refused_in_one_line(
+    tmp_path: Path, field: str, value: str,
+) -> None:
+    path = write_lab(tmp_path, "badsched", {"scheduler": {"type": "slurm", field: value}})
+    with pytest.raises(labs.LabError) as err:
+        labs.load(str(path))
+    message = str(err.value)
+    assert "\n" not in message and "more problem" not in message
+    assert f"scheduler.{field}: {value!r} is not allowed; allowed: " in message
+    assert "letters, digits, '_', '.' or '-' (no spaces or shell characters)" in message
+
+
+def test_a_scheduler_launcher_other_than_srun_or_mpirun_is_refused() -> None:
+    data = {**labs.resolve(KIT / "labs" / "local-slurm.yaml"), "scheduler": {"type": "slurm", "launcher": "pbsrun"}}
+    assert labs.validate(data, "local-slurm") == ["scheduler.launcher: 'pbsrun' is not allowed; allowed: srun, mpirun"]
+
+
+def test_a_scheduler_with_every_access_option_is_accepted_and_srun_is_the_default(tmp_path: Path) -> None:
+    access = {"partition": "batch", "account": "acct-1.x", "qos": "normal", "constraint": "ssd_2"}
+    lab = labs.load(str(write_lab(tmp_path, "goodsched", {"scheduler": {"type": "slurm", **access}})))
+    assert lab["scheduler"] == {"type": "slurm", **access, "launcher": "srun"}

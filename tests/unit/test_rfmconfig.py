@@ -68,3 +68,47 @@ def test_every_run_directory_is_named_by_its_utc_start_and_kind(tmp_path: Path, 
     assert re.fullmatch(r"\d{8}T\d{6}Z-dry", dry.name)
     plain = rfmconfig.run_dir("local")
     assert re.fullmatch(rf"\d{{8}}T\d{{6}}Z-{os.getpid()}", plain.name)
+
+
+def test_a_local_lab_without_a_scheduler_keeps_this_machines_partition(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: "local")
+    monkeypatch.setattr(state, "inventory", lambda lab: {"lab": lab, "title": "t", "nodes": [], "clients": []})
+    (partition,) = rfmconfig.build()["systems"][0]["partitions"]
+    assert partition == {"name": "clients", "descr": "clients of lab local", "scheduler": "local", "launcher": "local",
+                         "environs": ["pfslab"], "max_jobs": 1}
+
+
+def slurm_lab(**access: str) -> dict[str, Any]:
+    lab = labs.load("local-slurm")
+    lab["scheduler"].update(access)
+    return lab
+
+
+@pytest.mark.parametrize("launcher", ["srun", "mpirun"])
+def test_the_running_slurm_lab_submits_one_batch_job_at_a_time_with_its_access_options(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, launcher: str,
+) -> None:
+    lab = slurm_lab(partition="batch", account="acct-1", qos="normal", constraint="ssd", launcher=launcher)
+    monkeypatch.setattr(state, "active_lab", lambda: "local-slurm")
+    monkeypatch.setattr(state, "inventory", lambda name: {"lab": name, "title": "t", "nodes": [], "clients": []})
+    monkeypatch.setattr(state, "lab", lambda name: lab)
+    first = rfmconfig.build()["systems"][0]
+    assert first["name"] == "local-slurm" and first["hostnames"] == [".*"]
+    (partition,) = first["partitions"]
+    # ReFrame's sbatch backend that follows jobs with squeue: the kit's Slurm has no slurmdbd for sacct.
+    assert partition["scheduler"] == "squeue" and partition["launcher"] == launcher and partition["max_jobs"] == 1
+    assert partition["access"] == ["--partition=batch", "--account=acct-1", "--qos=normal", "--constraint=ssd"]
+
+
+def test_a_slurm_lab_that_is_not_up_has_a_dry_run_system_asking_only_for_what_it_gives(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: None)
+    systems = {s["name"]: s for s in rfmconfig.build()["systems"]}
+    system = systems["local-slurm"]
+    assert system["hostnames"] == ["^pfslab-never-matches-local-slurm$"]
+    (partition,) = system["partitions"]
+    assert partition["scheduler"] == "squeue" and partition["launcher"] == "srun" and partition["access"] == []
+    # Remote labs without a scheduler keep this machine's partition for their dry runs.
+    assert systems["pixstor-capex"]["partitions"][0]["scheduler"] == "local"
+    assert "access" not in systems["pixstor-capex"]["partitions"][0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pfslab import labs, workloads
+from pfslab import labs, scheduler, workloads
 
 CLIENTS = [workloads.Client("cli0", "10.0.0.1"), workloads.Client("cli1", "10.0.0.2")]
 
@@ -114,3 +114,65 @@ def test_mode_defaults_to_the_labs_own(monkeypatch: pytest.MonkeyPatch) -> None:
     assert workloads.lab_mode(labs.load("local")) == "quick"
     monkeypatch.setenv("PFSLAB_MODE", "full")
     assert workloads.lab_mode(labs.load("local")) == "full"
+
+
+# ---- inside a batch job (a lab with scheduler.launcher) -------------------------------------
+
+IOR_ARGS = "-a POSIX -i 1 -e -w -r -s 1 -t 1m -b 64m -o /fs/bench/x/ior.file --posix.odirect"
+
+
+def test_under_srun_an_mpi_step_starts_the_cases_ranks_over_its_nodes_without_hostfile_or_agent() -> None:
+    lab, case = local_case("ior-n1", 4)
+    rendered = workloads.render(lab, case, ctx(tool_path="/t/bin/ior", scheduler_launcher="srun"))
+    (step,) = rendered.steps
+    assert step.command == f"srun --ntasks=4 --nodes=2 --distribution=cyclic /t/bin/ior {IOR_ARGS}"
+    assert rendered.files == {}  # Slurm knows the nodes: no hostfile
+    one = workloads.render(lab, workloads.Case("local", "ior-n1", 1, "quick"), ctx(tool_path="ior", scheduler_launcher="srun"))
+    assert one.steps[0].command.startswith("srun --ntasks=1 --nodes=1 ")
+
+
+def test_under_srun_a_nodes_by_processes_point_asks_for_its_nodes() -> None:
+    lab = labs.load("cephfs-stria")
+    clients = [workloads.Client(f"cli{i}", f"10.0.0.{i}") for i in range(8)]
+    case = workloads.Case("cephfs-stria", "ior-t1m-b2m", 8, "full", nodes=4)
+    (step,) = workloads.render(lab, case, ctx(clients=clients, tool_path="ior", scheduler_launcher="srun")).steps
+    assert step.command.startswith("srun --ntasks=8 --nodes=4 --distribution=cyclic ior ")
+
+
+def test_under_srun_fio_runs_one_task_per_node_and_takes_its_rank_from_slurm() -> None:
+    lab, case = local_case("fio-rand4k", 3)
+    rendered = workloads.render(lab, case, ctx(tool_path="/usr/bin/fio", scheduler_launcher="srun"))
+    write, _ = rendered.steps
+    assert write.command.startswith("srun --ntasks=2 --nodes=2 --ntasks-per-node=1 --distribution=cyclic sh -c ")
+    assert "r=${SLURM_PROCID:-0};" in write.command and "OMPI_COMM_WORLD_RANK" not in write.command
+    assert "--numjobs=$(( 3 / 2 + (r < 3 % 2) ))" in write.command
+    assert rendered.files == {}
+
+
+def test_under_mpirun_in_the_allocation_the_labs_line_runs_without_its_hostfile() -> None:
+    lab, case = local_case("ior-n1", 4)
+    rendered = workloads.render(lab, case, ctx(tool_path="/t/bin/ior", scheduler_launcher="mpirun"))
+    assert rendered.steps[0].command == f"mpirun -np 4 --map-by node /t/bin/ior {IOR_ARGS}"
+    assert rendered.files == {}
+    fio = workloads.render(lab, local_case("fio-rand4k", 3)[1], ctx(scheduler_launcher="mpirun"))
+    assert fio.steps[0].command.startswith("mpirun -np 2 --map-by node sh -c ")
+
+
+@pytest.mark.parametrize("line, want", [
+    ("mpirun -np {np} --hostfile {hostfile} --map-by node", "mpirun -np {np} --map-by node"),
+    ("mpirun --allow-run-as-root -np {np} --hostfile={hostfile} --oversubscribe",
+     "mpirun --allow-run-as-root -np {np} --oversubscribe"),
+    ("mpirun -machinefile {hostfile} --map-by node -np {np}", "mpirun --map-by node -np {np}"),
+    ("mpirun -np {np} --map-by node", "mpirun -np {np} --map-by node"),
+])
+def test_an_mpirun_line_loses_only_its_hostfile_option(line: str, want: str) -> None:
+    assert scheduler.without_hostfile(line) == want
+
+
+def test_a_job_under_a_scheduler_exports_the_launcher_environment_without_the_rsh_agent() -> None:
+    env = {"OMPI_MCA_plm_rsh_agent": "/kit/scripts/local/nsrsh", "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+           "OMPI_MCA_btl_tcp_if_include": "10.99.0.0/24", "RSH": "/kit/scripts/local/nsrsh"}
+    # Slurm starts Open MPI's daemons in the allocation; IOzone's children still need RSH.
+    assert scheduler.job_env(labs.load("local-slurm"), env) == {
+        "OMPI_MCA_btl_tcp_if_include": "10.99.0.0/24", "RSH": "/kit/scripts/local/nsrsh"}
+    assert scheduler.job_env(labs.load("local"), env) == env
