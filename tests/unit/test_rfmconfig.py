@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pfslab import labs, rfmconfig, state
+
+KIT = Path(__file__).resolve().parents[2]
+REFRAME = KIT / ".venv" / "bin" / "reframe"
 
 
 @pytest.fixture
@@ -24,7 +28,7 @@ def names(config: dict[str, Any]) -> list[str]:
 
 def test_with_no_lab_up_only_nolab_matches_this_host(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: None)
-    config = rfmconfig.build()
+    config = rfmconfig.build(["-c", "reframe/", "-r"])
     assert names(config)[-1] == "nolab"
     catch_all = [s["name"] for s in config["systems"] if s["hostnames"] == [".*"]]
     assert catch_all == ["nolab"]
@@ -36,7 +40,7 @@ def test_with_no_lab_up_only_nolab_matches_this_host(run_dir: Path, monkeypatch:
 def test_the_running_lab_comes_first_and_runs_one_job_at_a_time(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: "local")
     monkeypatch.setattr(state, "inventory", lambda lab: {"lab": lab, "title": "t", "nodes": [], "clients": []})
-    config = rfmconfig.build()
+    config = rfmconfig.build(["-r"])
     first = config["systems"][0]
     assert first["name"] == "local" and first["hostnames"] == [".*"]
     (partition,) = first["partitions"]
@@ -46,7 +50,7 @@ def test_the_running_lab_comes_first_and_runs_one_job_at_a_time(run_dir: Path, m
 
 def test_labs_provisioned_elsewhere_get_systems_that_never_match(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: None)
-    config = rfmconfig.build()
+    config = rfmconfig.build(["-r"])
     remote = {labs.system_name(n) for n in labs.lab_names() if labs.load(n)["target"] != "local"}
     for system in config["systems"]:
         if system["name"] in remote:
@@ -68,3 +72,46 @@ def test_every_run_directory_is_named_by_its_utc_start_and_kind(tmp_path: Path, 
     assert re.fullmatch(r"\d{8}T\d{6}Z-dry", dry.name)
     plain = rfmconfig.run_dir("local")
     assert re.fullmatch(rf"\d{{8}}T\d{{6}}Z-{os.getpid()}", plain.name)
+
+
+def file_logs(config: dict[str, Any]) -> list[str]:
+    return [h["name"] for h in config["logging"][0]["handlers"] if h["type"] == "file"]
+
+
+def test_a_run_or_dry_run_gets_its_directory_and_log(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: None)
+    for argv in (["-c", "reframe/", "-r", "-n", "IOR"], ["--dry-run", "--system", "beegfs-small"], ["-rv"]):
+        assert rfmconfig.runs_tests(argv), argv
+    config = rfmconfig.build(["--dry-run", "--system", "beegfs-small"])
+    assert run_dir.is_dir() and file_logs(config) == [str(run_dir / "reframe.log")]
+
+
+@pytest.mark.parametrize("argv", [["-l"], ["-lC"], ["--list=T"], ["-L"], ["--list-detailed", "C"], ["--list-tags"],
+                                  ["--describe"], ["--show-config"], ["-r", "-l"], ["-n", "IOR", "-l"],
+                                  ["--performance-compare=now-1d:now/mean:/"]])
+def test_an_invocation_that_runs_no_test_makes_no_directory(argv: list[str], run_dir: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: None)
+    config = rfmconfig.build(["-c", "reframe/", *argv])
+    assert not run_dir.exists() and file_logs(config) == []
+
+
+@pytest.mark.skipif(not REFRAME.exists(), reason=f"{REFRAME} is missing: run 'make deps'")
+@pytest.mark.parametrize("system", [None, "beegfs-small"])
+def test_listing_with_no_lab_up_writes_nothing_and_warns_of_nothing(system: str | None, tmp_path: Path) -> None:
+    """The real `reframe -c reframe/ -l` in a kit whose build/ is empty (no lab up). beegfs-small
+    lacks fio, IO500 and the applications: those tests are simply not there."""
+    root = tmp_path / "kit"
+    (root / "build").mkdir(parents=True)
+    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "terraform"):
+        (root / name).symlink_to(KIT / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RFM_", "PFSLAB_"))}
+    env.update(RFM_CONFIG_FILES=str(KIT / "reframe" / "config" / "settings.py"), PFSLAB_ROOT=str(root))
+    cmd = [str(REFRAME), "-c", str(KIT / "reframe"), "-l", "--nocolor", *(["--system", system] if system else [])]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    listed = {line.split()[1] for line in out.splitlines() if line.startswith("- ")}
+    assert listed == ({"IOR", "Mdtest", "IOzone"} if system else {"NoLabUp"}), out
+    assert "WARNING" not in out and "undefined" not in out, out
+    assert list((root / "build").iterdir()) == []
