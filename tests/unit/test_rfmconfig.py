@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pfslab import labs, rfmconfig, state
+from pfslab import labs, rfmconfig, state, workloads
 
 KIT = Path(__file__).resolve().parents[2]
 REFRAME = KIT / ".venv" / "bin" / "reframe"
@@ -96,22 +96,51 @@ def test_an_invocation_that_runs_no_test_makes_no_directory(argv: list[str], run
     assert not run_dir.exists() and file_logs(config) == []
 
 
-@pytest.mark.skipif(not REFRAME.exists(), reason=f"{REFRAME} is missing: run 'make deps'")
-@pytest.mark.parametrize("system", [None, "beegfs-small"])
-def test_listing_with_no_lab_up_writes_nothing_and_warns_of_nothing(system: str | None, tmp_path: Path) -> None:
-    """The real `reframe -c reframe/ -l` in a kit whose build/ is empty (no lab up). beegfs-small
-    lacks fio, IO500 and the applications: those tests are simply not there."""
+def list_tests(tmp_path: Path, *args: str) -> tuple[str, list[str], Path]:
+    """The real `reframe -c reframe/ -l ARGS` in a kit whose build/ is empty (no lab up):
+    (its output, the listed tests' names, the kit's build/)."""
     root = tmp_path / "kit"
     (root / "build").mkdir(parents=True)
     for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "terraform"):
         (root / name).symlink_to(KIT / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RFM_", "PFSLAB_"))}
     env.update(RFM_CONFIG_FILES=str(KIT / "reframe" / "config" / "settings.py"), PFSLAB_ROOT=str(root))
-    cmd = [str(REFRAME), "-c", str(KIT / "reframe"), "-l", "--nocolor", *(["--system", system] if system else [])]
+    cmd = [str(REFRAME), "-c", str(KIT / "reframe"), "-l", "--nocolor", *args]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    listed = {line.split()[1] for line in out.splitlines() if line.startswith("- ")}
-    assert listed == ({"IOR", "Mdtest", "IOzone"} if system else {"NoLabUp"}), out
+    return out, [line[2:] for line in out.splitlines() if line.startswith("- ")], root / "build"
+
+
+needs_reframe = pytest.mark.skipif(not REFRAME.exists(), reason=f"{REFRAME} is missing: run 'make deps'")
+
+
+@needs_reframe
+@pytest.mark.parametrize("system", [None, "beegfs-small"])
+def test_listing_with_no_lab_up_writes_nothing_and_warns_of_nothing(system: str | None, tmp_path: Path) -> None:
+    """beegfs-small lacks fio, IO500 and the applications: those tests are simply not there."""
+    out, listed, build = list_tests(tmp_path, *(["--system", system] if system else []))
+    classes = {name.split()[0] for name in listed}
+    assert classes == ({"IOR", "Mdtest", "IOzone"} if system else {"NoLabUp"}), out
     assert "WARNING" not in out and "undefined" not in out, out
-    assert list((root / "build").iterdir()) == []
+    assert list(build.iterdir()) == []
+
+
+@needs_reframe
+def test_the_documented_selections_select_by_workload_and_threads(tmp_path: Path) -> None:
+    """README, "Or drive ReFrame yourself": -E on the case's fields, -n on its name."""
+    _, by_expr, _ = list_tests(tmp_path / "e", "--system", "beegfs-small", "-E",
+                               'case.workload == "ior-n1" and case.threads >= 8')
+    _, by_name, _ = list_tests(tmp_path / "n", "--system", "beegfs-small", "-n", "%case=beegfs-small/ior-n1/")
+    want = [c.name for c in workloads.cases("ior", ["beegfs-small"]) if c.workload == "ior-n1"]
+    wide = [n for n in want if int(n.rsplit("/", 1)[1]) >= 8]
+    assert 0 < len(wide) < len(want)
+
+    def cases_of(listed: list[str]) -> list[str]:
+        return sorted(name.split()[1].removeprefix("%case=") for name in listed)
+
+    assert cases_of(by_name) == sorted(want)
+    assert cases_of(by_expr) == sorted(wide)
+    _, by_point, _ = list_tests(tmp_path / "p", "--system", "beegfs-small", "-n", "%case=.*/4$")
+    every = [c.name for tool in ("ior", "mdtest", "iozone") for c in workloads.cases(tool, ["beegfs-small"])]
+    assert cases_of(by_point) == sorted(n for n in every if n.endswith("/4")) != []
