@@ -15,7 +15,7 @@ import shlex
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -71,6 +71,22 @@ def current_labs() -> list[str]:
 
 def test_cases(tool: str) -> list[workloads.Case]:
     return workloads.cases(tool, current_labs())
+
+
+Test = TypeVar("Test", bound=type[rfm.RegressionTest])
+
+
+def simple_test(cls: Test) -> Test:
+    """ReFrame's ``simple_test`` for a workload test that has cases on this system's labs.
+
+    A tool none of them runs leaves ``case`` empty, which ReFrame takes for an
+    undefined parameter and warns about on every listing: there the test just does not
+    exist. Any other undefined parameter is a mistake ReFrame still reports.
+    """
+    if cls.param_space.undefined_params() == ["case"]:
+        return cls
+    rfm.simple_test(cls)  # registers the class itself, which it returns
+    return cls
 
 
 class WorkloadTest(rfm.RunOnlyRegressionTest):

@@ -3,12 +3,15 @@
 Systems: the active lab (from its inventory; selected by default), one system per
 lab that is provisioned elsewhere (cloud, bare metal), so ``--dry-run --system
 <lab>`` writes its job scripts here, and ``nolab``, chosen when nothing is up.
-Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report.
+Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report;
+an invocation that runs no test (``-l``, ``--describe`` ...) makes no directory.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,31 @@ from pfslab import KIT_ROOT, labs, scheduler, state
 
 NO_LAB = "nolab"
 PARTITION = "clients"
+
+
+#: ReFrame's actions that run no test: ReFrame acts on them and exits before running
+#: anything, also when -r is given too (reframe/frontend/cli.py, 4.10).
+NO_RUN_OPTIONS = frozenset({
+    "--list", "--list-detailed", "--list-tags", "--describe", "--show-config", "--ci-generate",
+    "--detect-host-topology", "--list-stored-sessions", "--list-stored-testcases",
+    "--describe-stored-sessions", "--describe-stored-testcases", "--delete-stored-sessions",
+    "--performance-compare",
+})
+
+
+def runs_tests(argv: Sequence[str]) -> bool:
+    """Whether ReFrame's command line (without the program) may run tests, so needs a run directory.
+
+    Errs towards a directory: an option ReFrame would take for an abbreviation of a
+    listing (``--list-t``) still gets one, as every invocation did before.
+    """
+    for token in argv:
+        if token.split("=", 1)[0] in NO_RUN_OPTIONS:
+            return False
+        # -l and -L take an optional C or T (``-lC``); no other short option starts so.
+        if len(token) >= 2 and token[0] == "-" and token[1] in "lL":
+            return False
+    return True
 
 
 def run_dir(lab: str) -> Path:
@@ -59,11 +87,14 @@ def _system(name: str, descr: str, hostnames: list[str], partition: dict[str, An
     }
 
 
-def build() -> dict[str, Any]:
+def build(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The configuration for ReFrame's command line ``argv`` (default: this process's)."""
     active = state.active_lab()
     inventory = state.inventory(active) if active else None
     runs = run_dir(active if active and inventory else NO_LAB)
-    runs.mkdir(parents=True, exist_ok=True)
+    running = runs_tests(sys.argv[1:] if argv is None else argv)
+    if running:
+        runs.mkdir(parents=True, exist_ok=True)
     systems: list[dict[str, Any]] = []
     if active and inventory:
         systems.append(
@@ -101,8 +132,10 @@ def build() -> dict[str, Any]:
                 "level": "debug",
                 "handlers": [
                     {"type": "stream", "name": "stdout", "level": "info", "format": "%(message)s"},
-                    {"type": "file", "name": str(runs / "reframe.log"), "level": "debug",
-                     "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s", "append": False},
+                    # ReFrame opens the log file as it starts: a listing would leave a directory behind.
+                    *([{"type": "file", "name": str(runs / "reframe.log"), "level": "debug",
+                        "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s", "append": False}]
+                      if running else []),
                 ],
                 "handlers_perflog": [
                     {

@@ -4,17 +4,16 @@ Measured as completion time (lower is better), as the study argues real workload
 should be: "measuring overall system performance (measured in completion time ...)".
 """
 
-import reframe as rfm
 from reframe.core.builtins import parameter
 
-from pfslab.rfm import WorkloadTest, test_cases
+from pfslab.rfm import WorkloadTest, simple_test, test_cases
 
 
-@rfm.simple_test
+@simple_test
 class IOShell(WorkloadTest):
     case = parameter(test_cases("ioshell"), fmt=lambda c: c.name)
 
 
-@rfm.simple_test
+@simple_test
 class LAMMPS(WorkloadTest):
     case = parameter(test_cases("lammps"), fmt=lambda c: c.name)

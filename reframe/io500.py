@@ -7,15 +7,14 @@ it as not list-valid). A run broken in any other way fails its test.
 
 import json
 
-import reframe as rfm
 from reframe.core.builtins import parameter, variable
 
 from pfslab import io500, workloads
 from pfslab.results import ParseError
-from pfslab.rfm import WorkloadTest, test_cases
+from pfslab.rfm import WorkloadTest, simple_test, test_cases
 
 
-@rfm.simple_test
+@simple_test
 class IO500(WorkloadTest):
     case = parameter(test_cases("io500"), fmt=lambda c: c.name)
     #: The run in IO500's terms (phases, scores, validity) as JSON, for the report.

@@ -1,11 +1,10 @@
 """IOzone workloads: sequential N-N throughput and random small blocks (cluster mode -+m)."""
 
-import reframe as rfm
 from reframe.core.builtins import parameter
 
-from pfslab.rfm import WorkloadTest, test_cases
+from pfslab.rfm import WorkloadTest, simple_test, test_cases
 
 
-@rfm.simple_test
+@simple_test
 class IOzone(WorkloadTest):
     case = parameter(test_cases("iozone"), fmt=lambda c: c.name)

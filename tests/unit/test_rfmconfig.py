@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pfslab import labs, rfmconfig, state
+from pfslab import labs, rfmconfig, state, workloads
+
+KIT = Path(__file__).resolve().parents[2]
+REFRAME = KIT / ".venv" / "bin" / "reframe"
 
 
 @pytest.fixture
@@ -24,7 +28,7 @@ def names(config: dict[str, Any]) -> list[str]:
 
 def test_with_no_lab_up_only_nolab_matches_this_host(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: None)
-    config = rfmconfig.build()
+    config = rfmconfig.build(["-c", "reframe/", "-r"])
     assert names(config)[-1] == "nolab"
     catch_all = [s["name"] for s in config["systems"] if s["hostnames"] == [".*"]]
     assert catch_all == ["nolab"]
@@ -36,7 +40,7 @@ def test_with_no_lab_up_only_nolab_matches_this_host(run_dir: Path, monkeypatch:
 def test_the_running_lab_comes_first_and_runs_one_job_at_a_time(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: "local")
     monkeypatch.setattr(state, "inventory", lambda lab: {"lab": lab, "title": "t", "nodes": [], "clients": []})
-    config = rfmconfig.build()
+    config = rfmconfig.build(["-r"])
     first = config["systems"][0]
     assert first["name"] == "local" and first["hostnames"] == [".*"]
     (partition,) = first["partitions"]
@@ -46,7 +50,7 @@ def test_the_running_lab_comes_first_and_runs_one_job_at_a_time(run_dir: Path, m
 
 def test_labs_provisioned_elsewhere_get_systems_that_never_match(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: None)
-    config = rfmconfig.build()
+    config = rfmconfig.build(["-r"])
     remote = {labs.system_name(n) for n in labs.lab_names() if labs.load(n)["target"] != "local"}
     for system in config["systems"]:
         if system["name"] in remote:
@@ -73,7 +77,7 @@ def test_every_run_directory_is_named_by_its_utc_start_and_kind(tmp_path: Path, 
 def test_a_local_lab_without_a_scheduler_keeps_this_machines_partition(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: "local")
     monkeypatch.setattr(state, "inventory", lambda lab: {"lab": lab, "title": "t", "nodes": [], "clients": []})
-    (partition,) = rfmconfig.build()["systems"][0]["partitions"]
+    (partition,) = rfmconfig.build(["-r"])["systems"][0]["partitions"]
     assert partition == {"name": "clients", "descr": "clients of lab local", "scheduler": "local", "launcher": "local",
                          "environs": ["pfslab"], "max_jobs": 1}
 
@@ -92,7 +96,7 @@ def test_the_running_slurm_lab_submits_one_batch_job_at_a_time_with_its_access_o
     monkeypatch.setattr(state, "active_lab", lambda: "local-slurm")
     monkeypatch.setattr(state, "inventory", lambda name: {"lab": name, "title": "t", "nodes": [], "clients": []})
     monkeypatch.setattr(state, "lab", lambda name: lab)
-    first = rfmconfig.build()["systems"][0]
+    first = rfmconfig.build(["-r"])["systems"][0]
     assert first["name"] == "local-slurm" and first["hostnames"] == [".*"]
     (partition,) = first["partitions"]
     # ReFrame's sbatch backend that follows jobs with squeue: the kit's Slurm has no slurmdbd for sacct.
@@ -104,7 +108,7 @@ def test_a_slurm_lab_that_is_not_up_has_a_dry_run_system_asking_only_for_what_it
     run_dir: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(state, "active_lab", lambda: None)
-    systems = {s["name"]: s for s in rfmconfig.build()["systems"]}
+    systems = {s["name"]: s for s in rfmconfig.build(["-r"])["systems"]}
     system = systems["local-slurm"]
     assert system["hostnames"] == ["^pfslab-never-matches-local-slurm$"]
     (partition,) = system["partitions"]
@@ -112,3 +116,75 @@ def test_a_slurm_lab_that_is_not_up_has_a_dry_run_system_asking_only_for_what_it
     # Remote labs without a scheduler keep this machine's partition for their dry runs.
     assert systems["pixstor-capex"]["partitions"][0]["scheduler"] == "local"
     assert "access" not in systems["pixstor-capex"]["partitions"][0]
+
+
+def file_logs(config: dict[str, Any]) -> list[str]:
+    return [h["name"] for h in config["logging"][0]["handlers"] if h["type"] == "file"]
+
+
+def test_a_run_or_dry_run_gets_its_directory_and_log(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: None)
+    for argv in (["-c", "reframe/", "-r", "-n", "IOR"], ["--dry-run", "--system", "beegfs-small"], ["-rv"]):
+        assert rfmconfig.runs_tests(argv), argv
+    config = rfmconfig.build(["--dry-run", "--system", "beegfs-small"])
+    assert run_dir.is_dir() and file_logs(config) == [str(run_dir / "reframe.log")]
+
+
+@pytest.mark.parametrize("argv", [["-l"], ["-lC"], ["--list=T"], ["-L"], ["--list-detailed", "C"], ["--list-tags"],
+                                  ["--describe"], ["--show-config"], ["-r", "-l"], ["-n", "IOR", "-l"],
+                                  ["--performance-compare=now-1d:now/mean:/"]])
+def test_an_invocation_that_runs_no_test_makes_no_directory(argv: list[str], run_dir: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: None)
+    config = rfmconfig.build(["-c", "reframe/", *argv])
+    assert not run_dir.exists() and file_logs(config) == []
+
+
+def list_tests(tmp_path: Path, *args: str) -> tuple[str, list[str], Path]:
+    """The real `reframe -c reframe/ -l ARGS` in a kit whose build/ is empty (no lab up):
+    (its output, the listed tests' names, the kit's build/)."""
+    root = tmp_path / "kit"
+    (root / "build").mkdir(parents=True)
+    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "terraform"):
+        (root / name).symlink_to(KIT / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RFM_", "PFSLAB_"))}
+    env.update(RFM_CONFIG_FILES=str(KIT / "reframe" / "config" / "settings.py"), PFSLAB_ROOT=str(root))
+    cmd = [str(REFRAME), "-c", str(KIT / "reframe"), "-l", "--nocolor", *args]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    return out, [line[2:] for line in out.splitlines() if line.startswith("- ")], root / "build"
+
+
+needs_reframe = pytest.mark.skipif(not REFRAME.exists(), reason=f"{REFRAME} is missing: run 'make deps'")
+
+
+@needs_reframe
+@pytest.mark.parametrize("system", [None, "beegfs-small"])
+def test_listing_with_no_lab_up_writes_nothing_and_warns_of_nothing(system: str | None, tmp_path: Path) -> None:
+    """beegfs-small lacks fio, IO500 and the applications: those tests are simply not there."""
+    out, listed, build = list_tests(tmp_path, *(["--system", system] if system else []))
+    classes = {name.split()[0] for name in listed}
+    assert classes == ({"IOR", "Mdtest", "IOzone"} if system else {"NoLabUp"}), out
+    assert "WARNING" not in out and "undefined" not in out, out
+    assert list(build.iterdir()) == []
+
+
+@needs_reframe
+def test_the_documented_selections_select_by_workload_and_threads(tmp_path: Path) -> None:
+    """README, "Or drive ReFrame yourself": -E on the case's fields, -n on its name."""
+    _, by_expr, _ = list_tests(tmp_path / "e", "--system", "beegfs-small", "-E",
+                               'case.workload == "ior-n1" and case.threads >= 8')
+    _, by_name, _ = list_tests(tmp_path / "n", "--system", "beegfs-small", "-n", "%case=beegfs-small/ior-n1/")
+    want = [c.name for c in workloads.cases("ior", ["beegfs-small"]) if c.workload == "ior-n1"]
+    wide = [n for n in want if int(n.rsplit("/", 1)[1]) >= 8]
+    assert 0 < len(wide) < len(want)
+
+    def cases_of(listed: list[str]) -> list[str]:
+        return sorted(name.split()[1].removeprefix("%case=") for name in listed)
+
+    assert cases_of(by_name) == sorted(want)
+    assert cases_of(by_expr) == sorted(wide)
+    _, by_point, _ = list_tests(tmp_path / "p", "--system", "beegfs-small", "-n", "%case=.*/4$")
+    every = [c.name for tool in ("ior", "mdtest", "iozone") for c in workloads.cases(tool, ["beegfs-small"])]
+    assert cases_of(by_point) == sorted(n for n in every if n.endswith("/4")) != []

@@ -1,0 +1,58 @@
+#!/usr/bin/env bats
+# scripts/bench's exit status is the run's verdict, so a CI gate that reads it alone
+# never takes a run that judged nothing for a pass: 0 PASS, 1 FAIL, 3 NO VERDICT.
+# The kit is the real one except for what needs a lab: `scripts/lab` says the lab
+# "local" is up and healthy, the watchdog waits to be ended, and `reframe` lists one
+# test and "runs" by leaving a recorded run (tests/fixtures/runs) in its run directory.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+setup() {
+  KIT=$BATS_TEST_TMPDIR/kit
+  mkdir -p "$KIT/scripts" "$KIT/.venv/bin" "$KIT/build/local"
+  for entry in labs pfslab registry reframe spack terraform; do ln -s "$REPO/$entry" "$KIT/$entry"; done
+  for entry in "$REPO"/scripts/*; do ln -s "$entry" "$KIT/scripts/"; done
+  rm "$KIT/scripts/lab" "$KIT/scripts/watchdog"
+  printf '#!/bin/bash\ncase $1 in active) echo local ;; status) exit 0 ;; *) exit 2 ;; esac\n' >"$KIT/scripts/lab"
+  printf '#!/bin/bash\ntrap "exit 0" TERM\nwhile :; do sleep 0.1; done\n' >"$KIT/scripts/watchdog"
+  ln -s "$REPO/.venv/bin/pfslab" "$KIT/.venv/bin/pfslab"
+  cat >"$KIT/.venv/bin/reframe" <<'EOF'
+#!/bin/bash
+for arg; do
+  [[ $arg == -l ]] && { echo "- Fio %case=local/fio-rand4k-t1 /0123abcd"; exit 0; }
+done
+cp -r "$RECORDED"/. "$PFSLAB_RUN_DIR/"
+echo "[  PASSED  ] Ran 1/1 test case(s)"
+EOF
+  chmod +x "$KIT/scripts/lab" "$KIT/scripts/watchdog" "$KIT/.venv/bin/reframe"
+  echo local >"$KIT/build/active-lab"
+  echo '{"target": "local", "lab": "local", "nodes": [], "clients": []}' >"$KIT/build/local/inventory.json"
+  export PFSLAB_ROOT=$KIT PFSLAB_NO_PRECHECK=1
+}
+
+bench_of() {
+  RECORDED=$REPO/tests/fixtures/runs/$1 run "$KIT/scripts/bench"
+}
+
+@test "a run whose figures passed exits 0" {
+  bench_of local-calibrated-demo
+  assert_success
+  assert_output --partial "verdict: PASS"
+}
+
+@test "a run that judged nothing exits 3, with its NO VERDICT table" {
+  bench_of local-quick-suite
+  assert_failure 3
+  assert_output --partial "verdict: NO VERDICT"
+  run jq -r .summary.overall "$KIT"/build/runs/local/*/verdict.json
+  assert_output "no verdict"
+}
+
+@test "a run with a failed figure exits 1" {
+  bench_of local-mixed-verdicts
+  assert_failure 1
+  assert_output --partial "verdict: FAIL"
+}
