@@ -3,7 +3,9 @@
 Systems: the active lab (from its inventory; selected by default), one system per
 lab that is provisioned elsewhere (cloud, bare metal), so ``--dry-run --system
 <lab>`` writes its job scripts here, and ``nolab``, chosen when nothing is up.
-Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report.
+Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report and
+its JUnit report; ReFrame also stores every run in one results database per checkout
+(:data:`RESULTS_DB`), where ``make compare`` reads it back.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pfslab import KIT_ROOT, labs, state
 
 NO_LAB = "nolab"
 PARTITION = "clients"
+#: ReFrame's results database (sqlite): every session of this checkout, across run
+#: directories, so it is not inside any of them. ReFrame's RFM_SQLITE_DB_FILE overrides it.
+RESULTS_DB: Path = state.BUILD_DIR / "reframe-results.db"
 
 
 def run_dir(lab: str) -> Path:
@@ -82,9 +87,11 @@ def build() -> dict[str, Any]:
             {
                 "check_search_path": [str(KIT_ROOT / "reframe")],
                 "report_file": str(runs / "report.json"),
+                "report_junit": str(runs / "junit.xml"),
                 "purge_environment": False,
             }
         ],
+        "storage": [{"enable": True, "backend": "sqlite", "sqlite_db_file": str(RESULTS_DB)}],
         "logging": [
             {
                 "level": "debug",
