@@ -57,8 +57,11 @@ def fetch(uuids: list[str]) -> dict[str, dict[str, Any]]:
         # The configuration makes a run directory for every invocation: a scratch one here.
         env = {**os.environ, "RFM_CONFIG_FILES": str(KIT_ROOT / "reframe" / "config" / "settings.py"),
                "PFSLAB_RUN_DIR": scratch, "PFSLAB_ROOT": str(KIT_ROOT)}
-        proc = subprocess.run([str(_reframe()), "--nocolor", "--describe-stored-sessions", query],
-                              env=env, cwd=scratch, capture_output=True, text=True, timeout=300, check=False)
+        try:
+            proc = subprocess.run([str(_reframe()), "--nocolor", "--describe-stored-sessions", query],
+                                  env=env, cwd=scratch, capture_output=True, text=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise SessionError(f"could not ask ReFrame ({_reframe()}) for its stored sessions: {err}") from None
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         raise SessionError(f"reframe --describe-stored-sessions failed on {database()}: "

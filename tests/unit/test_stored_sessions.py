@@ -176,3 +176,15 @@ def test_reframes_own_junit_report_is_kept(kit: Path) -> None:
     before = (run_dir / "junit.xml").read_text()
     assert junit.write_error(run_dir, "should not replace it") is None
     assert (run_dir / "junit.xml").read_text() == before
+
+
+def test_a_database_reframe_cannot_read_falls_back_naming_the_problem(kit: Path) -> None:
+    broken = kit / "build" / "broken.db"
+    broken.write_text("not a database\n")
+    env = clean_env(kit, RFM_SQLITE_DB_FILE=str(broken))
+    proc = subprocess.run([str(PFSLAB), "compare", RUN_A, RUN_B], cwd=kit, env=env, capture_output=True, text=True,
+                          timeout=300)
+    lines = proc.stdout.splitlines()
+    assert lines[2].startswith(f"A's figures: reframe --describe-stored-sessions failed on {broken}: "), proc.stdout
+    assert lines[2].endswith("; read from its report.json")
+    assert judgement(proc.stdout)[-1] == "0 worse, 1 better, 0 within noise"
