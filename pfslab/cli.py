@@ -246,6 +246,20 @@ def _add_run_dir(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_run_dir)
 
 
+def _cmd_junit_error(args: argparse.Namespace) -> int:
+    from pfslab import junit
+
+    junit.write_error(Path(args.run_dir), args.message)
+    return 0
+
+
+def _add_junit_error(sub: Subparsers) -> None:
+    p = sub.add_parser("junit-error", help="give a run that ended before ReFrame reported a junit.xml with one error")
+    p.add_argument("run_dir")
+    p.add_argument("message", help="why the run ended")
+    p.set_defaults(handler=_cmd_junit_error)
+
+
 def _add_record(sub: Subparsers) -> None:
     p = sub.add_parser("record", help="store a run's provenance (lab, references, inventory, git, tool versions)")
     p.add_argument("run_dir")
@@ -309,8 +323,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from pfslab import compare, runs
 
     run_a, run_b = runs.resolve(args.a), runs.resolve(args.b)
+    sources = compare.read_stored(run_a, run_b)
     changes = compare.compare(run_a, run_b)
-    print(compare.table(changes, str(run_a.path), str(run_b.path)))
+    print(compare.table(changes, str(run_a.path), str(run_b.path), sources))
     return 1 if any(c.verdict == "worse" for c in changes) else 0
 
 
@@ -537,7 +552,7 @@ def _add_smoke(sub: Subparsers) -> None:
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
-    _add_smoke, _add_accounting,
+    _add_smoke, _add_accounting, _add_junit_error,
 )
 
 

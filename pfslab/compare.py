@@ -1,5 +1,12 @@
 """What changed between two runs, per workload, sweep point and figure, noise included.
 
+Each run's figures come from its session in ReFrame's results database
+(:mod:`pfslab.sessions`); a run without a stored session (made before storage was on,
+or on a remote lab's login node) is read from its report.json, and a line says so.
+ReFrame's own ``--performance-compare`` is not the judge: it joins the two sessions
+on tests both ran (so a figure only one run has disappears), rounds the difference
+to 0.01 % and keys figures by unit, with no noise and no threads.
+
 A difference counts only when it exceeds k times the figure's noise: the relative
 robust spread its baseline measured, else the policy's default
 (``reframe/references/policy.yaml``, section ``compare``).
@@ -11,7 +18,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from pfslab import references, runs
+from pfslab import references, runs, sessions
 from pfslab.units import convert, higher_is_better
 
 
@@ -26,6 +33,27 @@ class Change:
     relative: float | None
     noise: float
     verdict: str  # better | worse | within noise | only in A | only in B
+
+
+def read_stored(run_a: runs.Run, run_b: runs.Run) -> list[str]:
+    """Attach each run's stored session; one line per run saying where its figures come from."""
+    compared = (run_a, run_b)
+    uuids = [run.session_uuid for run in compared]
+    db = sessions.database()
+    try:
+        stored = sessions.fetch([u for u in uuids if u])
+        problem = ""
+    except sessions.SessionError as err:
+        stored, problem = {}, str(err)
+    lines = []
+    for label, run, uuid in zip("AB", compared, uuids):
+        if uuid and uuid in stored:
+            run.session = stored[uuid]
+            lines.append(f"{label}'s figures: ReFrame session {uuid} in {db}")
+        else:
+            why = problem or (f"no ReFrame session {uuid} in {db}" if uuid else "no ReFrame session recorded")
+            lines.append(f"{label}'s figures: {why}; read from its report.json")
+    return lines
 
 
 def compare(run_a: runs.Run, run_b: runs.Run) -> list[Change]:
@@ -53,8 +81,8 @@ def compare(run_a: runs.Run, run_b: runs.Run) -> list[Change]:
     return out
 
 
-def table(changes: list[Change], name_a: str, name_b: str) -> str:
-    lines = [f"A = {name_a}", f"B = {name_b}", ""]
+def table(changes: list[Change], name_a: str, name_b: str, sources: list[str] | None = None) -> str:
+    lines = [f"A = {name_a}", f"B = {name_b}", *(sources or []), ""]
     header = ["workload", "threads", "figure", "A", "B", "change", "noise", "verdict"]
     body = [[c.workload, c.point, c.figure,
              f"{c.a:.4g} {c.unit}" if c.a is not None else "-",

@@ -3,8 +3,10 @@
 Systems: the active lab (from its inventory; selected by default), one system per
 lab that is provisioned elsewhere (cloud, bare metal), so ``--dry-run --system
 <lab>`` writes its job scripts here, and ``nolab``, chosen when nothing is up.
-Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report;
-an invocation that runs no test (``-l``, ``--describe`` ...) makes no directory.
+Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report and
+its JUnit report; an invocation that runs no test (``-l``, ``--describe`` ...) makes no
+directory. ReFrame also stores every run in one results database per checkout
+(:data:`RESULTS_DB`), where ``make compare`` reads it back.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from pfslab import KIT_ROOT, labs, scheduler, state
 
 NO_LAB = "nolab"
 PARTITION = "clients"
+#: ReFrame's results database (sqlite): every session of this checkout, across run
+#: directories, so it is not inside any of them. ReFrame's RFM_SQLITE_DB_FILE overrides it.
+RESULTS_DB: Path = state.BUILD_DIR / "reframe-results.db"
 
 
 #: ReFrame's actions that run no test: ReFrame acts on them and exits before running
@@ -124,9 +129,11 @@ def build(argv: Sequence[str] | None = None) -> dict[str, Any]:
             {
                 "check_search_path": [str(KIT_ROOT / "reframe")],
                 "report_file": str(runs / "report.json"),
+                "report_junit": str(runs / "junit.xml"),
                 "purge_environment": False,
             }
         ],
+        "storage": [{"enable": True, "backend": "sqlite", "sqlite_db_file": str(RESULTS_DB)}],
         "logging": [
             {
                 "level": "debug",

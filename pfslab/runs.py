@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pfslab import calibration, labs, references, shapes, state, sweeps, verdict, workloads
+from pfslab import calibration, labs, references, sessions, shapes, state, sweeps, verdict, workloads
 from pfslab.errors import KitError
 
 
@@ -25,13 +25,26 @@ class RunError(KitError, ValueError):
 @dataclass
 class Run:
     path: Path
+    #: The run's session as ReFrame's results database holds it (:mod:`pfslab.sessions`);
+    #: when set, it is the run's report instead of its report.json.
+    session: dict[str, Any] | None = None
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """ReFrame's report of the run: its stored session once attached, else its report.json."""
+        return self.session if self.session is not None else self.report_file
 
     @cached_property
-    def report(self) -> dict[str, Any]:
+    def report_file(self) -> dict[str, Any]:
         try:
             return verdict.load_report(self.path)
         except verdict.ReportError as err:
             raise RunError(str(err)) from None
+
+    @property
+    def session_uuid(self) -> str | None:
+        """The UUID of the run's ReFrame session, as the run directory records it."""
+        return sessions.session_uuid(self.provenance, self.report_file)
 
     @cached_property
     def provenance(self) -> dict[str, Any]:

@@ -173,6 +173,25 @@ derive_lab() {
   assert_output --partial "Ran 1/1 test case(s)"
   run find "$KIT/build/runs" -name rfm_job.sh -path '*pixstor-capex*'
   assert_output --regexp "rfm_job.sh$"
+  # The JUnit report comes from the generated configuration, for a dry run too.
+  run find "$KIT/build/runs" -name junit.xml
+  assert_output --regexp "^$KIT/build/runs/[^/]+/[^/]+/junit.xml$"
+}
+
+@test "a dry run that fails leaves a junit.xml holding the error in its run directory" {
+  rm "$KIT/.venv"
+  mkdir -p "$KIT/.venv/bin"
+  ln -s "$REPO/.venv/bin/pfslab" "$KIT/.venv/bin/pfslab"
+  # A ReFrame that fails before it reports anything.
+  printf '#!/bin/sh\necho "reframe: could not start" >&2\nexit 1\n' >"$KIT/.venv/bin/reframe"
+  chmod +x "$KIT/.venv/bin/reframe"
+  run "$KIT/scripts/dry-run" pixstor-capex
+  assert_failure
+  assert_output --partial "the dry run of pixstor-capex failed"
+  run find "$KIT/build/runs/pixstor-capex" -name junit.xml
+  assert_output --regexp "^$KIT/build/runs/pixstor-capex/[0-9TZ]+-dry/junit.xml$"
+  run grep -cE '<error message="the dry run ended with exit status [1-9][0-9]* before ReFrame wrote its JUnit report' "$output"
+  assert_output 1
 }
 
 @test "the kit's activate script points ReFrame at the kit whether or not a lab is up" {

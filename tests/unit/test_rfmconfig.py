@@ -34,7 +34,17 @@ def test_with_no_lab_up_only_nolab_matches_this_host(run_dir: Path, monkeypatch:
     assert catch_all == ["nolab"]
     assert "local" not in names(config)  # a local lab exists only while it is up
     assert config["general"][0]["report_file"] == str(run_dir / "report.json")
+    assert config["general"][0]["report_junit"] == str(run_dir / "junit.xml")
     assert run_dir.is_dir()
+
+
+def test_every_run_is_stored_in_one_database_per_checkout_outside_the_run(run_dir: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: None)
+    (storage,) = rfmconfig.build()["storage"]
+    assert storage["enable"] is True and storage["backend"] == "sqlite"
+    assert storage["sqlite_db_file"] == str(state.BUILD_DIR / "reframe-results.db")
+    assert not Path(storage["sqlite_db_file"]).is_relative_to(run_dir)
 
 
 def test_the_running_lab_comes_first_and_runs_one_job_at_a_time(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
