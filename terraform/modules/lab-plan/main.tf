@@ -114,15 +114,18 @@ locals {
 
   node_configs = {
     for name, n in local.nodes : name => merge({
-      lab        = local.lab.name
-      target     = local.target
-      node       = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles, hardware = n.hardware }
-      filesystem = local.fs
-      os_tuning  = local.node_tuning[name]
-      network    = local.lab.network
-      cluster    = merge(local.cluster, { osd_ids = n.osd_ids })
-      disks      = local.disks[name]
-      paths      = n.paths
+      # machine_kind: what the node is (registry/targets/<target>.json, per node as the
+      # adapters make it); the roles decide by it, never by the target's name.
+      lab          = local.lab.name
+      target       = local.target
+      machine_kind = local.machines[name].kind
+      node         = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles, hardware = n.hardware }
+      filesystem   = local.fs
+      os_tuning    = local.node_tuning[name]
+      network      = local.lab.network
+      cluster      = merge(local.cluster, { osd_ids = n.osd_ids })
+      disks        = local.disks[name]
+      paths        = n.paths
       # Devices the lab lets the roles erase although they hold something; absent when none.
       }, { for k, v in { wipe_devices = n.wipe_devices } : k => v if length(v) > 0 },
       # The lab's scheduler (scripts/roles/slurm) on the nodes that play its roles; absent otherwise.
