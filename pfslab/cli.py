@@ -166,9 +166,10 @@ def _cmd_registry(args: argparse.Namespace) -> int:
                 "labs/schema.json is not what registry/families/*.json make; "
                 "run '.venv/bin/pfslab registry schema --write'"
             )
-        tgts = registry.targets()
+        tgts, scheds = registry.targets(), registry.schedulers()
         print(f"{len(fams)} families ({', '.join(fams)}), {len(registry.all_roles())} roles, "
-              f"{len(tgts)} targets ({', '.join(tgts)}); labs/schema.json is current")
+              f"{len(tgts)} targets ({', '.join(tgts)}), {len(scheds)} schedulers ({', '.join(scheds)}); "
+              "labs/schema.json is current")
         return 0
     changed = registry.write_schema()
     print("labs/schema.json " + ("written from the registry" if changed else "already current"))

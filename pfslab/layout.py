@@ -8,8 +8,9 @@ clients are the nodes with a client role of the registry; the login node (the on
 remote lab is reached through) is ``network.login`` or the first client, and on a
 cloud target only it gets a public address unless ``public_ip`` says otherwise; the phases
 list, per start phase of the family, the node/role pairs that start in it. A lab with a
-``scheduler`` gets its roles here: ``slurm-controller`` on the login node, ``slurm-node``
-on every client, both in the last phase (after the clients mount).
+``scheduler`` gets its roles here, as registry/schedulers/<type>.json places them (Slurm:
+the controller on the login node, a Slurm node on every client), all in the last phase
+(after the clients mount).
 
 ``pfslab lab show`` writes this as the ``derived`` part of ``build/<lab>/lab.json``;
 Terraform's lab plan reads it from there instead of expanding the groups itself.
@@ -85,17 +86,14 @@ def _exposure(lab: dict[str, Any], target: str) -> str:
     return "none"
 
 
-#: The roles each scheduler adds (scripts/roles/<type>): on the login node, on every client.
-SCHEDULER_ROLES: dict[str, tuple[str, str]] = {"slurm": ("slurm-controller", "slurm-node")}
-
-
 def scheduler_roles(lab: dict[str, Any], node: dict[str, Any], entry: str) -> list[str]:
-    """The roles the lab's scheduler gives ``node`` (``entry`` is the login node)."""
+    """The roles the lab's scheduler (registry/schedulers/<type>.json) gives ``node``:
+    those ``on`` the login node (``entry``) or on every client, in the file's order."""
     kind = (lab.get("scheduler") or {}).get("type")
     if kind is None:
         return []
-    controller, worker = SCHEDULER_ROLES[kind]
-    return ([controller] if node["name"] == entry else []) + ([worker] if is_client(node) else [])
+    on = {"login": node["name"] == entry, "clients": is_client(node)}
+    return [r.name for r in registry.scheduler(kind).roles if on[r.on]]
 
 
 def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
@@ -127,7 +125,8 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     ]
     kind = (lab.get("scheduler") or {}).get("type")
     if kind is not None:
-        phases[-1] += [{"node": n["name"], "role": role} for role in SCHEDULER_ROLES[kind] for n in out if role in n["roles"]]
+        phases[-1] += [{"node": n["name"], "role": role} for role in registry.scheduler(kind).role_names()
+                       for n in out if role in n["roles"]]
     names = [n["name"] for n in out]
     exposure = _exposure(lab, target)
     public = {"all": names, "login": [entry], "none": []}[exposure]

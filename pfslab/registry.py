@@ -1,4 +1,6 @@
-"""The kit's registry of file-system families: ``registry/families/<filesystem>.json``.
+"""The kit's registry: file-system families (``registry/families/<filesystem>.json``),
+targets (``registry/targets/<target>.json``) and schedulers
+(``registry/schedulers/<scheduler>.json``).
 
 A family file is the one place that says which roles a file system has, the order
 they start in, what a cloud node runs for them at first boot, which of them hold
@@ -24,6 +26,8 @@ FAMILIES_DIR: Path = REGISTRY_DIR / "families"
 FAMILY_SCHEMA: Path = REGISTRY_DIR / "family.schema.json"
 TARGETS_DIR: Path = REGISTRY_DIR / "targets"
 TARGET_SCHEMA: Path = REGISTRY_DIR / "target.schema.json"
+SCHEDULERS_DIR: Path = REGISTRY_DIR / "schedulers"
+SCHEDULER_SCHEMA: Path = REGISTRY_DIR / "scheduler.schema.json"
 LAB_SCHEMA: Path = KIT_ROOT / "labs" / "schema.json"
 
 #: Marks what generate_schema writes into labs/schema.json.
@@ -77,6 +81,25 @@ class Target:
         return f"{self.target}_target"
 
 
+@dataclass(frozen=True)
+class SchedulerRole:
+    name: str
+    component: str
+    #: Which nodes get it: "login" (the login node) or "clients" (every client).
+    on: str
+    boot: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    scheduler: str
+    title: str
+    roles: tuple[SchedulerRole, ...]
+
+    def role_names(self) -> list[str]:
+        return [r.name for r in self.roles]
+
+
 def _where(path: Path) -> Path:
     return path.relative_to(KIT_ROOT) if path.is_relative_to(KIT_ROOT) else path
 
@@ -115,6 +138,31 @@ def targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:
     if not found:
         raise RegistryError(f"{directory}: no target file (registry/targets/<target>.json)")
     return found
+
+
+def _load_scheduler(path: Path) -> Scheduler:
+    doc = _read(path, SCHEDULER_SCHEMA)
+    where, name = _where(path), doc["scheduler"]
+    if path.stem != name:
+        raise RegistryError(f"{where}: scheduler {name!r} must equal the file name {path.stem!r}")
+    for role in doc["roles"]:
+        if role["name"] != f"{name}-{role['component']}":
+            raise RegistryError(f"{where}: role {role['name']!r} must be named {name}-{role['component']} (<scheduler>-<component>)")
+    roles = tuple(SchedulerRole(r["name"], r["component"], r["on"], tuple(r["boot"])) for r in doc["roles"])
+    return Scheduler(name, doc["title"], roles)
+
+
+@lru_cache(maxsize=4)
+def schedulers(directory: Path = SCHEDULERS_DIR) -> dict[str, Scheduler]:
+    """Every scheduler, keyed by the lab file's scheduler.type, in file-name order."""
+    return {p.stem: _load_scheduler(p) for p in sorted(directory.glob("*.json"))}
+
+
+def scheduler(kind: str) -> Scheduler:
+    known = schedulers()
+    if kind not in known:
+        raise RegistryError(f"unknown scheduler {kind!r}; known: {', '.join(known) or 'none'} (registry/schedulers)")
+    return known[kind]
 
 
 def _load(path: Path) -> Family:
@@ -206,6 +254,7 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
     ]
     defs["node_group"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
     defs["os_tuning"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
+    defs["scheduler"]["properties"]["type"]["enum"] = list(schedulers())
     out["properties"]["target"]["enum"] = list(tgts)
     defs["targets"]["properties"] = {t.target: {"$ref": f"#/$defs/{t.settings_key}"} for t in tgts.values()}
     return out

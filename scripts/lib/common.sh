@@ -217,6 +217,9 @@ lab_field() {
   fi
 }
 
+# Whether the target's nodes are machines reached over SSH (registry/targets/<target>.json).
+target_remote() { [[ $(jq -r .remote "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+
 # Source the target's adapter (scripts/targets/<target>.sh): the target_* functions
 # scripts/lab and scripts/lib/remote.sh call for what differs between targets.
 use_target() {

@@ -175,12 +175,13 @@ login_forget() {
   log "removed what lab $lab wrote on its hosts (first-boot files, role state, the inner key's authorisation)"
 }
 
-# Whether benchmarks of the lab are launched from this machine: a local lab, or this is
-# the remote lab's login node (its inventory is the inside view).
+# Whether benchmarks of the lab are launched from this machine: a lab whose nodes are not
+# remote (the local target's), or this is the remote lab's login node (its inventory is
+# the inside view).
 login_launches_here() {
   local inv
   inv=$(remote_inv "$1")
-  [[ $(jq -r '.target' "$inv") == local ]] || jq -e '.inside' "$inv" >/dev/null
+  ! target_remote "$(jq -r '.target' "$inv")" || jq -e '.inside' "$inv" >/dev/null
 }
 
 # PFSLAB_TOOL_PATH's folders (benchmark binaries built for the lab's nodes' OS), copied

@@ -25,6 +25,17 @@ family_default() {
   jq -r "$path" "$PFSLAB_ROOT/registry/families/$fs.json"
 }
 
+# Whether this node is a network namespace of the kit's own host (machine_kind netns,
+# the local target's, registry/targets/local.json): it shares the host's kernel, name
+# and /etc/hosts. Roles ask the node's kind, never its target's name: which targets
+# make which machines is the registry's and the adapters' to say.
+node_is_netns() {
+  local kind
+  kind=$(cfg_opt '.machine_kind')
+  [[ -n $kind ]] || die "$PFSLAB_NODE_CONFIG has no machine_kind (the lab plan writes it: the target's machines[].kind)"
+  [[ $kind == netns ]]
+}
+
 # Write stdin to a file when its content differs; print "changed" when it did.
 # Usage: write_file PATH [MODE] < content      (PATH is taken as given, not prefixed)
 # A file made where there was none is recorded for lab-down (record_created).

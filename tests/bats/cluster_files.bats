@@ -62,6 +62,33 @@ local_copy() {
   run /usr/bin/env -i PATH="$SAFE" "$KIT/scripts/local/cluster-files" "$SRC" "$cfg"
 }
 
+# Node $1's directory holds the bootstrap node's file $2, byte for byte.
+got_source_file() { cmp "$SRC/$2" "$BATS_TEST_TMPDIR/nodes/$1/cluster/$2"; }
+
+# remote_copy LAB FILE NODES PHASES: remote_copy_cluster LAB (scripts/lib/remote.sh) on
+# an AWS lab whose inventory has these nodes and phases (jq expressions), ssh and scp
+# shimmed, the bootstrap node listing FILE as its cluster files. Sets O (the ssh options).
+remote_copy() {
+  local lab=$1 file=$2 nodes=$3 phases=$4 build=$BATS_TEST_TMPDIR/build
+  mkdir -p "$build/$lab/ssh"
+  : >"$build/$lab/ssh/id_ed25519"
+  jq -n --arg lab "$lab" "{lab: \$lab, target: \"aws\", ssh: {user: \"root\"}, cluster_path: \"/etc/pfslab/cluster\",
+    nodes: $nodes, phases: $phases}" >"$build/$lab/inventory.json"
+  shim ssh "[[ \${!#} == *\"ls -A\"* ]] && echo $file; exit 0"
+  shim scp
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$build" bash -c \
+    'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/remote.sh" && remote_copy_cluster "$2"' _ "$KIT" "$lab"
+  assert_success
+  O="-F $build/$lab/ssh/config"
+}
+
+# The scp -3 lines that copy FILE from node FROM to each NODE, in order: scp_lines FROM FILE NODE...
+scp_lines() {
+  local from=$1 file=$2 node
+  shift 2
+  for node in "$@"; do echo "scp -3 -q -p $O $from:/etc/pfslab/cluster/$file $node:/etc/pfslab/cluster/"; done
+}
+
 @test "local lab: each node's directory gets only its roles' files, modes kept, directory 700" {
   local_copy cli0 ceph-client
   assert_success
@@ -95,7 +122,7 @@ ceph.conf"
   assert_success
   run stat -c '%a %n' "$BATS_TEST_TMPDIR/nodes/cli0/cluster"/*
   assert_output "400 $BATS_TEST_TMPDIR/nodes/cli0/cluster/beegfs.auth"
-  cmp "$SRC/beegfs.auth" "$BATS_TEST_TMPDIR/nodes/cli0/cluster/beegfs.auth"
+  got_source_file cli0 beegfs.auth
 }
 
 @test "local lab: the first Slurm node makes the lab's munge key (400) with the bootstrap node's files; every Slurm node gets that one" {
@@ -108,11 +135,11 @@ ceph.conf"
   run stat -c '%a %s' "$SRC/munge.key"
   assert_output "400 1024"
   if id munge >/dev/null 2>&1; then assert_equal "$(stat -c %U "$SRC/munge.key")" munge; fi
-  cmp "$SRC/munge.key" "$BATS_TEST_TMPDIR/nodes/cli0/cluster/munge.key"
+  got_source_file cli0 munge.key
   sum=$(sha256sum <"$SRC/munge.key")
   local_copy cli1 slurm-node
   assert_success
-  cmp "$SRC/munge.key" "$BATS_TEST_TMPDIR/nodes/cli1/cluster/munge.key"
+  got_source_file cli1 munge.key
   assert_equal "$(sha256sum <"$SRC/munge.key")" "$sum"
   # A node without a Slurm role neither makes nor gets it.
   rm -f "$SRC/munge.key"
@@ -122,49 +149,23 @@ ceph.conf"
 }
 
 @test "remote lab (BeeGFS): every BeeGFS node gets the secret by scp -3, no file goes elsewhere" {
-  BUILD=$BATS_TEST_TMPDIR/build
-  LAB=$BUILD/aws-beegfs
-  mkdir -p "$LAB/ssh"
-  : >"$LAB/ssh/id_ed25519"
-  jq -n '{lab: "aws-beegfs", target: "aws", ssh: {user: "root"}, cluster_path: "/etc/pfslab/cluster",
-    nodes: [
+  remote_copy aws-beegfs beegfs.auth '[
       {name: "mgmt0", group: "mgmt", roles: ["beegfs-mgmt", "beegfs-meta"], address: "10.21.0.10", ssh_address: "198.51.100.10"},
       {name: "ss0", group: "ss", roles: ["beegfs-storage"], address: "10.21.0.11", ssh_address: "198.51.100.11"},
-      {name: "cli0", group: "cli", roles: ["beegfs-client"], address: "10.21.0.12", ssh_address: "198.51.100.12"}],
-    phases: [[{node: "mgmt0", role: "beegfs-mgmt"}], [{node: "mgmt0", role: "beegfs-meta"}, {node: "ss0", role: "beegfs-storage"}], [], [], [{node: "cli0", role: "beegfs-client"}]]}' \
-    >"$LAB/inventory.json"
-  shim ssh '[[ ${!#} == *"ls -A"* ]] && echo beegfs.auth; exit 0'
-  shim scp
-  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" bash -c \
-    'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/remote.sh" && remote_copy_cluster aws-beegfs' _ "$KIT"
-  assert_success
-  O="-F $LAB/ssh/config"
+      {name: "cli0", group: "cli", roles: ["beegfs-client"], address: "10.21.0.12", ssh_address: "198.51.100.12"}]' \
+    '[[{node: "mgmt0", role: "beegfs-mgmt"}], [{node: "mgmt0", role: "beegfs-meta"}, {node: "ss0", role: "beegfs-storage"}], [], [], [{node: "cli0", role: "beegfs-client"}]]'
   run calls scp
-  assert_output "scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth ss0:/etc/pfslab/cluster/
-scp -3 -q -p $O mgmt0:/etc/pfslab/cluster/beegfs.auth cli0:/etc/pfslab/cluster/"
+  assert_output "$(scp_lines mgmt0 beegfs.auth ss0 cli0)"
 }
 
 @test "remote lab with Slurm: the bootstrap node makes the munge key, only the Slurm nodes get it" {
-  BUILD=$BATS_TEST_TMPDIR/build
-  LAB=$BUILD/aws-nfs
-  mkdir -p "$LAB/ssh"
-  : >"$LAB/ssh/id_ed25519"
-  jq -n '{lab: "aws-nfs", target: "aws", ssh: {user: "root"}, cluster_path: "/etc/pfslab/cluster",
-    nodes: [
+  remote_copy aws-nfs munge.key '[
       {name: "srv0", group: "srv", roles: ["nfs-server"], address: "10.21.0.10", ssh_address: "198.51.100.10"},
       {name: "cli0", group: "cli", roles: ["nfs-client", "slurm-controller", "slurm-node"], address: "10.21.0.11", ssh_address: "198.51.100.11"},
-      {name: "cli1", group: "cli", roles: ["nfs-client", "slurm-node"], address: "10.21.0.12", ssh_address: "198.51.100.12"}],
-    phases: [[{node: "srv0", role: "nfs-server"}], [{node: "cli0", role: "nfs-client"}, {node: "cli1", role: "nfs-client"}], [], [], [{node: "cli0", role: "slurm-controller"}]]}' \
-    >"$LAB/inventory.json"
-  shim ssh '[[ ${!#} == *"ls -A"* ]] && echo munge.key; exit 0'
-  shim scp
-  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" bash -c \
-    'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/remote.sh" && remote_copy_cluster aws-nfs' _ "$KIT"
-  assert_success
-  O="-F $LAB/ssh/config"
+      {name: "cli1", group: "cli", roles: ["nfs-client", "slurm-node"], address: "10.21.0.12", ssh_address: "198.51.100.12"}]' \
+    '[[{node: "srv0", role: "nfs-server"}], [{node: "cli0", role: "nfs-client"}, {node: "cli1", role: "nfs-client"}], [], [], [{node: "cli0", role: "slurm-controller"}]]'
   run calls ssh
   assert_line --index 0 --partial "srv0 bash -c 'set -e; source /opt/pfslab/scripts/lib/common.sh; source /opt/pfslab/scripts/lib/cluster-files.sh; mkdir -p /etc/pfslab/cluster; chmod 700 /etc/pfslab/cluster; umask 077; munge_key_make /etc/pfslab/cluster/munge.key'"
   run calls scp
-  assert_output "scp -3 -q -p $O srv0:/etc/pfslab/cluster/munge.key cli0:/etc/pfslab/cluster/
-scp -3 -q -p $O srv0:/etc/pfslab/cluster/munge.key cli1:/etc/pfslab/cluster/"
+  assert_output "$(scp_lines srv0 munge.key cli0 cli1)"
 }

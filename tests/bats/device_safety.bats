@@ -5,48 +5,30 @@
 # and not a byte of them changes; a device the lab lists in wipe_devices is used; the
 # disk of the running system is refused even when listed, and never discovered.
 
-bats_load_library bats-support
-bats_load_library bats-assert
+load helpers
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 
 setup() {
-  [[ $(id -u) -eq 0 ]] || skip "needs root for loop devices"
-  command -v losetup >/dev/null || skip "losetup (util-linux) is missing"
+  need_loops
   export PFSLAB_ROOT=$REPO
   # shellcheck source=scripts/lib/common.sh
   source "$REPO/scripts/lib/common.sh"
   # shellcheck source=scripts/lib/roles.sh
   source "$REPO/scripts/lib/roles.sh"
-  LOOPS=()
-  node_config '[]'
+  wipe_config '[]'
 }
 
 teardown() {
-  local dev
   [[ -n ${MNT:-} ]] && umount "$MNT" 2>/dev/null || true
   [[ -n ${MD:-} ]] && mdadm --stop "$MD" >/dev/null 2>&1 || true
-  for dev in "${LOOPS[@]}"; do
-    pvremove -y "$dev" >/dev/null 2>&1 || true
-    # The kernel keeps a loop device's partitions after it is detached: drop them first.
-    partx -d "$dev" 2>/dev/null || true
-    losetup -d "$dev" 2>/dev/null || true
-  done
+  drop_loops
 }
 
 # A node config whose wipe list is $1 (a JSON array).
-node_config() {
+wipe_config() {
   export PFSLAB_NODE_CONFIG=$BATS_TEST_TMPDIR/node.json
   jq -n --argjson w "$1" '{node: {name: "n0"}} + (if ($w | length) > 0 then {wipe_devices: $w} else {} end)' >"$PFSLAB_NODE_CONFIG"
-}
-
-# A 64 MiB loop device; its path goes to DEV.
-new_loop() {
-  local img
-  img=$(mktemp "$BATS_TEST_TMPDIR/disk.XXXXXX")
-  truncate -s 64M "$img"
-  DEV=$(losetup -f --show "$img")
-  LOOPS+=("$DEV")
 }
 
 digest() { sha256sum "$1" | cut -d' ' -f1; }
@@ -67,21 +49,21 @@ assert_refused() {
 }
 
 @test "a blank device is claimed without a word" {
-  new_loop
+  new_loop 64M
   run claim_device "$DEV" "create xfs on it"
   assert_success
   assert_output ""
 }
 
 @test "a device with a file system is refused and unchanged" {
-  new_loop
+  new_loop 64M
   mkfs.ext4 -q "$DEV"
   assert_refused "signatures (ext4)"
 }
 
 @test "a device with a partition table is refused and unchanged" {
   command -v sgdisk >/dev/null || skip "sgdisk (gdisk) is missing"
-  new_loop
+  new_loop 64M
   sgdisk -o -n 1:0:+8M "$DEV" >/dev/null 2>&1
   sync
   partx -u "$DEV" 2>/dev/null || true
@@ -90,16 +72,16 @@ assert_refused() {
 
 @test "a device with an LVM label is refused and unchanged" {
   command -v pvcreate >/dev/null || skip "pvcreate (lvm2) is missing"
-  new_loop
+  new_loop 64M
   pvcreate -y -q "$DEV" >/dev/null 2>&1 || skip "pvcreate cannot label a loop device here"
   assert_refused "LVM2_member"
 }
 
 @test "a device with an md superblock is refused and unchanged" {
-  new_loop
+  new_loop 64M
   if command -v mdadm >/dev/null && [[ -e /proc/mdstat ]]; then
     local first=$DEV
-    new_loop
+    new_loop 64M
     MD=/dev/md/pfslab-test
     mdadm --create "$MD" --run --level=1 --raid-devices=2 --metadata=1.2 "$first" "$DEV" >/dev/null 2>&1
     mdadm --stop "$MD" >/dev/null 2>&1
@@ -113,7 +95,7 @@ assert_refused() {
 }
 
 @test "a mounted device is refused and unchanged" {
-  new_loop
+  new_loop 64M
   mkfs.ext4 -q "$DEV"
   MNT=$BATS_TEST_TMPDIR/mnt
   mkdir -p "$MNT"
@@ -126,19 +108,19 @@ assert_refused() {
 }
 
 @test "a device the lab lists in wipe_devices is used" {
-  new_loop
+  new_loop 64M
   mkfs.ext4 -q "$DEV"
-  node_config "[\"$DEV\"]"
+  wipe_config "[\"$DEV\"]"
   run claim_device "$DEV" "create xfs on it"
   assert_success
   assert_output --partial "the lab lists it in wipe_devices"
   # Listed by another name of the same device (a symlink, as /dev/disk/by-id is).
   ln -s "$DEV" "$BATS_TEST_TMPDIR/by-id-disk"
-  node_config "[\"$BATS_TEST_TMPDIR/by-id-disk\"]"
+  wipe_config "[\"$BATS_TEST_TMPDIR/by-id-disk\"]"
   run claim_device "$DEV" "create xfs on it"
   assert_success
   # Another device's listing does not cover it.
-  node_config '["/dev/loop-not-this-one"]'
+  wipe_config '["/dev/loop-not-this-one"]'
   run claim_device "$DEV" "create xfs on it"
   assert_failure 2
 }
@@ -147,7 +129,7 @@ assert_refused() {
   local root
   root=$(system_disks | head -n 1)
   [[ -n $root ]] || skip "this machine's root is not on a block device (findmnt shows $(findmnt -rno SOURCE /))"
-  node_config "[\"$root\"]"
+  wipe_config "[\"$root\"]"
   DEV=$root
   run claim_device "$root" "create xfs on it"
   assert_failure 2
@@ -205,7 +187,7 @@ blank_lsblk() {
 # probes are stand-ins.
 assert_cannot_tell() {
   local why=$1
-  node_config "[\"$DEV\"]"
+  wipe_config "[\"$DEV\"]"
   mkfs.xfs() { echo "mkfs.xfs $*" >>"$BATS_TEST_TMPDIR/mkfs.log"; }
   run claim_device "$DEV" "create xfs on it"
   assert_failure 2

@@ -134,3 +134,36 @@ case $1 in
   format) echo "${3#--lbaf=}" >"$SHIM_STATE/lbaf/$(basename "$2")" ;;
 esac'
 }
+
+# ---- real loop devices (device_safety.bats, host_forget.bats) -----------------------
+
+# Skip the test where no loop device can be made; else start its list of them (LOOPS).
+need_loops() {
+  [[ $(id -u) -eq 0 ]] || skip "needs root for loop devices"
+  command -v losetup >/dev/null || skip "losetup (util-linux) is missing"
+  LOOPS=()
+}
+
+# new_loop SIZE: a loop device over a sparse file of SIZE (truncate's units) in the
+# test's temp dir; its path goes to DEV and LOOPS, which drop_loops detaches.
+new_loop() {
+  local img
+  img=$(mktemp "$BATS_TEST_TMPDIR/disk.XXXXXX")
+  truncate -s "$1" "$img"
+  DEV=$(losetup -f --show "$img")
+  LOOPS+=("$DEV")
+}
+
+# Detach the test's loop devices, first taking off what a test may have left that
+# outlives the device: an LVM label and an md superblock (the host's LVM and md would
+# find them on a later device over the same number), partitions (the kernel keeps them
+# after the device is detached). Each step may find nothing to do.
+drop_loops() {
+  local dev
+  for dev in ${LOOPS[@]+"${LOOPS[@]}"}; do
+    pvremove -y "$dev" >/dev/null 2>&1 || true
+    mdadm --zero-superblock "$dev" >/dev/null 2>&1 || true
+    partx -d "$dev" 2>/dev/null || true
+    losetup -d "$dev" 2>/dev/null || true
+  done
+}

@@ -11,9 +11,7 @@
 load helpers
 
 setup() {
-  [[ $(id -u) -eq 0 ]] || skip "needs root for loop devices"
-  command -v losetup >/dev/null || skip "losetup (util-linux) is missing"
-  LOOPS=()
+  need_loops
   MDS=()
   sandbox
   common_shims
@@ -33,22 +31,15 @@ setup() {
 }
 
 teardown() {
-  local md dev
+  local md
   for md in "${MDS[@]}"; do mdadm --stop "$md" >/dev/null 2>&1 || true; done
-  for dev in "${LOOPS[@]}"; do
-    mdadm --zero-superblock "$dev" >/dev/null 2>&1 || true
-    losetup -d "$dev" 2>/dev/null || true
-  done
+  drop_loops
 }
 
 # A 1 GiB sparse loop device (XFS with the NFS role's stripe needs its 64 MiB log); its path goes to DEV, and
 # the scratch root gets a link to it, as a host's /dev has it.
-new_loop() {
-  local img
-  img=$(mktemp "$BATS_TEST_TMPDIR/disk.XXXXXX")
-  truncate -s 1G "$img"
-  DEV=$(losetup -f --show "$img")
-  LOOPS+=("$DEV")
+host_loop() {
+  new_loop 1G
   ln -s "$DEV" "$ROOT$DEV"
 }
 
@@ -132,9 +123,9 @@ assert_left_as_found() {
 }
 
 @test "lab-down on an existing host takes back the BeeGFS and NFS roles' fstab lines, files, folders and file systems: the host's files are as before" {
-  new_loop && meta=$DEV
-  new_loop && stor=$DEV
-  new_loop && lun=$DEV
+  host_loop && meta=$DEV
+  host_loop && stor=$DEV
+  host_loop && lun=$DEV
   configs "[\"$meta\"]" "[\"$stor\"]" "$lun"
   BEFORE=$(listing)
   FSTAB_SUM=$(sha256sum <"$ROOT/etc/fstab")
@@ -178,10 +169,10 @@ assert_left_as_found() {
 @test "lab-down stops the md array BeeGFS made over two loop devices and clears their superblocks; its mdadm.conf line goes, the host's stay" {
   command -v mdadm >/dev/null || skip "mdadm is not installed here, so no md array can be made"
   [[ -e /proc/mdstat ]] || skip "this kernel has no md driver (/proc/mdstat is missing), so no md array can be made"
-  new_loop && m0=$DEV
-  new_loop && m1=$DEV
-  new_loop && stor=$DEV
-  new_loop && lun=$DEV
+  host_loop && m0=$DEV
+  host_loop && m1=$DEV
+  host_loop && stor=$DEV
+  host_loop && lun=$DEV
   configs "[\"$m0\", \"$m1\"]" "[\"$stor\"]" "$lun"
   mkdir -p "$ROOT/dev/md"
   MDS+=(/dev/md/pfs_meta0)
@@ -234,7 +225,7 @@ forget() {
 @test "md arrays and LVM volumes the lab made: stopped and removed before their lines go; a mounted array, a changed array or a group with another volume stays, said in one line, and a second lab-down finishes" {
   md_lvm_shims
   local m=() i
-  for i in 0 1 2 3 4 5 6 7; do new_loop && m+=("$DEV"); done
+  for i in 0 1 2 3 4 5 6 7; do host_loop && m+=("$DEV"); done
   FSTAB_SUM=$(sha256sum <"$ROOT/etc/fstab")
   MDADM_SUM=$(sha256sum <"$ROOT/etc/mdadm/mdadm.conf")
   mkdir -p "$ROOT/var/lib/pfslab"

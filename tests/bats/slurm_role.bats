@@ -48,7 +48,7 @@ setup_file() {
   mkdir -p "$SCRATCH/work"
   chown "$JOB_USER:" "$SCRATCH/work"
   jq -n --arg s "$SCRATCH" --argjson cp "$(free_port)" --argjson dp "$(free_port)" '{
-    lab: "slurm.test+1", target: "baremetal",
+    lab: "slurm.test+1", target: "baremetal", machine_kind: "host",
     node: {name: "cli0", group: "cli", index: 0, address: "127.0.0.1", roles: ["slurm-controller", "slurm-node"]},
     scheduler: {type: "slurm", slurmctld_port: $cp, slurmd_port: $dp},
     network: {subnet: "127.0.0.0/8"},
@@ -123,6 +123,20 @@ jobcomp_line() {
   run "$ROLE" configure controller
   assert_success
   assert_equal "$(sha256sum <"$SCRATCH/cluster/munge.key")" "$sum"
+  # A network namespace (machine_kind netns: the local lab's nodes, whatever the target's
+  # name) shares the host's name, so slurmd there does not bind what it resolves to.
+  mkdir -m 755 "$SCRATCH/netns"
+  jq --arg d "$SCRATCH/netns" '.machine_kind = "netns" | .paths.state = ($d + "/state") | .paths.cluster = ($d + "/cluster")' \
+    "$PFSLAB_NODE_CONFIG" >"$SCRATCH/netns.json"
+  PFSLAB_NODE_CONFIG=$SCRATCH/netns.json run "$ROLE" configure controller
+  assert_success
+  run grep -c NoInAddrAny "$SCRATCH/netns/state/slurm/slurm.conf"
+  assert_output 0
+  # A config without the node's kind is refused, naming the field.
+  jq 'del(.machine_kind)' "$SCRATCH/netns.json" >"$SCRATCH/kindless.json"
+  PFSLAB_NODE_CONFIG=$SCRATCH/kindless.json run "$ROLE" configure controller
+  assert_failure
+  assert_output --partial "$SCRATCH/kindless.json has no machine_kind (the lab plan writes it"
 }
 
 @test "a controller whose name resolves to its address binds slurmctld to it (NoCtldInAddrAny)" {

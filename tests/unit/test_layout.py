@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pfslab import labs, layout, state
+from pfslab import labs, layout, registry, state
 
 PFSLAB = Path(sys.executable).with_name("pfslab")
 
@@ -70,6 +70,22 @@ def test_a_scheduler_puts_its_controller_on_the_login_node_and_slurmd_on_clients
     assert roles["mon0"][-1] == "slurm-controller" and "slurm-controller" not in roles["cli0"]
     # Without a scheduler, nothing is added.
     assert all(not r.startswith("slurm-") for n in layout.derive(local_lab())["nodes"] for r in n["roles"])
+
+
+def test_the_scheduler_roles_and_their_nodes_come_from_its_registry_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A scheduler whose file puts a second login role first and its client role on the
+    # login node only: the layout follows the file, not a list of its own.
+    made = registry.Scheduler("slurm", "test", (
+        registry.SchedulerRole("slurm-db", "db", "login", ()),
+        registry.SchedulerRole("slurm-controller", "controller", "login", ("install",)),
+        registry.SchedulerRole("slurm-node", "node", "clients", ("install",)),
+    ))
+    monkeypatch.setattr(registry, "schedulers", lambda: {"slurm": made})
+    derived = layout.derive(labs.load("local-slurm"))
+    roles = {n["name"]: n["roles"] for n in derived["nodes"]}
+    assert roles["cli0"] == ["ceph-client", "slurm-db", "slurm-controller", "slurm-node"]
+    assert roles["cli1"] == ["ceph-client", "slurm-node"]
+    assert [p["role"] for p in derived["phases"][-1] if p["node"] == "cli0"][-3:] == ["slurm-db", "slurm-controller", "slurm-node"]
 
 
 def test_existing_hosts_keep_their_addresses_on_baremetal_only() -> None:

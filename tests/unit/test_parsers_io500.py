@@ -18,6 +18,16 @@ STDOUT = "io500/io500-sc25_quick_np2_stdout.txt"
 RESULT_TXT = "io500/io500-sc25_quick_np2_result.txt"
 SUMMARY = "io500/io500-sc25_quick_np2_result_summary.txt"
 
+#: Figures of the stdout fixture read by hand: operation -> (mean, unit).
+FIGURES: dict[str, tuple[float, str]] = {
+    "ior_easy_write": (0.583628, "GiB/s"),
+    "mdtest_hard_delete": (0.879912, "kIOPS"),
+    "find": (197.2979, "kIOPS"),
+    "score_bw": (0.674718, "GiB/s"),
+    "score_md": (43.084674, "kIOPS"),
+    "score": (5.39166, "score"),
+}
+
 
 def test_stdout_gives_every_phase_and_the_score(fixture_text: Read) -> None:
     result = parse_text("io500", fixture_text(STDOUT))
@@ -27,12 +37,7 @@ def test_stdout_gives_every_phase_and_the_score(fixture_text: Read) -> None:
         "ior_easy_read", "mdtest_easy_stat", "ior_hard_read", "mdtest_hard_stat",
         "mdtest_easy_delete", "mdtest_hard_read", "mdtest_hard_delete", "ior_rnd4k_easy_read",
     ]
-    assert (result.operation("ior_easy_write").mean, result.operation("ior_easy_write").unit) == (0.583628, "GiB/s")
-    assert (result.operation("mdtest_hard_delete").mean, result.operation("mdtest_hard_delete").unit) == (0.879912, "kIOPS")
-    assert result.operation("find").mean == 197.2979
-    assert (result.operation("score_bw").mean, result.operation("score_bw").unit) == (0.674718, "GiB/s")
-    assert (result.operation("score_md").mean, result.operation("score_md").unit) == (43.084674, "kIOPS")
-    assert (result.operation("score").mean, result.operation("score").unit) == (5.39166, "score")
+    assert {name: (result.operation(name).mean, result.operation(name).unit) for name in FIGURES} == FIGURES
     phases = result.details["phases"]
     assert phases["mdtest-hard-delete"]["seconds"] == 45.422
     assert phases["ior-easy-write"]["invalid"] is True and phases["find"]["invalid"] is False
@@ -63,58 +68,45 @@ def test_result_summary_without_reasons_is_refused(fixture_text: Read) -> None:
         io500.parse(fixture_text(SUMMARY))
 
 
-def test_truncated_run_is_refused(fixture_text: Read) -> None:
-    """The real stdout cut after mdtest-hard-read: no score, no figure."""
-    text = fixture_text(STDOUT)
-    cut = text[: text.index("[RESULT]   mdtest-hard-delete")]
-    with pytest.raises(ParseError, match=r"^io500 output is truncated: no '\[SCORE \]' line"):
-        io500.parse(cut)
+def _lines_without(text: str, part: str) -> str:
+    return "".join(line for line in text.splitlines(keepends=True) if part not in line)
 
 
-def test_missing_phase_is_refused(fixture_text: Read) -> None:
-    """The real stdout without its find line (a phase that did not run)."""
-    text = "".join(line for line in fixture_text(STDOUT).splitlines(keepends=True) if " find " not in line)
-    with pytest.raises(ParseError, match=r"lacks the phases find \(every standard phase must run\)$"):
-        io500.parse(text)
-
-
-def test_other_invalid_reason_is_refused(fixture_text: Read) -> None:
-    """The real stdout with the IOR error reason src/phase_ior.c prints added: invalid, never a figure."""
-    text = fixture_text(STDOUT).replace(
+#: Real outputs changed in code, each change named: (fixture, change, the error it must give).
+BROKEN: dict[str, tuple[str, Callable[[str], str], str]] = {
+    # The real stdout cut after mdtest-hard-read: no score, no figure.
+    "truncated": (STDOUT, lambda t: t[: t.index("[RESULT]   mdtest-hard-delete")],
+                  r"^io500 output is truncated: no '\[SCORE \]' line"),
+    # The real stdout without its find line (a phase that did not run).
+    "missing phase": (STDOUT, lambda t: _lines_without(t, " find "),
+                      r"lacks the phases find \(every standard phase must run\)$"),
+    # The real stdout with the IOR error reason src/phase_ior.c prints added: invalid, never a figure.
+    "other invalid reason": (STDOUT, lambda t: t.replace(
         "[RESULT]       ior-easy-write",
         "ERROR INVALID (src/phase_ior.c:21) Errors (3) occured during phase in IOR. This invalidates your run.\n"
-        "[RESULT]       ior-easy-write", 1)
-    with pytest.raises(ParseError, match=r"^io500 run is invalid: Errors \(3\) occured during phase in IOR"):
-        io500.parse(text)
-
-
-def test_stonewall_not_hit_is_refused(fixture_text: Read) -> None:
-    """A write phase that ran out of data before its stonewall (src/phase_ior.c:24) breaks the stonewall."""
-    text = fixture_text(RESULT_TXT).replace(
+        "[RESULT]       ior-easy-write", 1), r"^io500 run is invalid: Errors \(3\) occured during phase in IOR"),
+    # A write phase that ran out of data before its stonewall (src/phase_ior.c:24) breaks the stonewall.
+    "stonewall not hit": (RESULT_TXT, lambda t: t.replace(
         "throughput-stonewall = 0.95",
         "; ERROR INVALID Write phase needed 2.100000s instead of stonewall 3s. Stonewall was hit at 2.1s\n"
-        "throughput-stonewall = 0.95", 1)
-    with pytest.raises(ParseError, match=r"^io500 run is invalid: Write phase needed 2.100000s instead of stonewall 3s"):
-        io500.parse(text)
+        "throughput-stonewall = 0.95", 1), r"^io500 run is invalid: Write phase needed 2.100000s instead of stonewall 3s"),
+    # With the list's stonewall, a write phase under 300 s is no quick run: invalid.
+    "short runtime without short stonewall": (STDOUT, lambda t: _lines_without(t, "phase_dbg.c"),
+                                              r"Runtime is smaller than expected minimum runtime with the list's 300 s stonewall$"),
+    "zero score phase": (STDOUT, lambda t: t.replace("197.297900 kIOPS", "0.000000 kIOPS"),
+                         r"^io500 phase find scored 0.0: it did not run"),
+    "mpi abort": (STDOUT, lambda t: t + "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\n",
+                  r"^io500 reported an error: MPI_ABORT was invoked on rank 1"),
+}
 
 
-def test_short_runtime_without_short_stonewall_is_refused(fixture_text: Read) -> None:
-    """With the list's stonewall, a write phase under 300 s is no quick run: invalid."""
-    text = "".join(line for line in fixture_text(STDOUT).splitlines(keepends=True) if "phase_dbg.c" not in line)
-    with pytest.raises(ParseError, match=r"Runtime is smaller than expected minimum runtime with the list's 300 s stonewall$"):
-        io500.parse(text)
-
-
-def test_zero_score_phase_is_refused(fixture_text: Read) -> None:
-    text = fixture_text(STDOUT).replace("197.297900 kIOPS", "0.000000 kIOPS")
-    with pytest.raises(ParseError, match=r"^io500 phase find scored 0.0: it did not run"):
-        io500.parse(text)
-
-
-def test_mpi_abort_is_refused(fixture_text: Read) -> None:
-    text = fixture_text(STDOUT) + "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\n"
-    with pytest.raises(ParseError, match=r"^io500 reported an error: MPI_ABORT was invoked on rank 1"):
-        io500.parse(text)
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_broken_run_is_refused(fixture_text: Read, case: str) -> None:
+    fixture, change, message = BROKEN[case]
+    text = fixture_text(fixture)
+    assert change(text) != text, f"{case}: the change did not apply to {fixture}"
+    with pytest.raises(ParseError, match=message):
+        io500.parse(change(text))
 
 
 @pytest.mark.parametrize("text, message", [

@@ -53,6 +53,34 @@ def test_the_targets_and_their_settings_come_from_the_target_files() -> None:
         assert (KIT / "scripts" / "targets" / f"{name}.sh").is_file(), f"target {name} has no adapter"
 
 
+def test_the_schedulers_come_from_their_files() -> None:
+    slurm = registry.scheduler("slurm")
+    assert [(r.name, r.component, r.on, r.boot) for r in slurm.roles] == [
+        ("slurm-controller", "controller", "login", ("install",)), ("slurm-node", "node", "clients", ("install",))]
+    assert labs._schema()["$defs"]["scheduler"]["properties"]["type"]["enum"] == list(registry.schedulers())
+    with pytest.raises(registry.RegistryError, match=r"^unknown scheduler 'pbs'; known: slurm \(registry/schedulers\)$"):
+        registry.scheduler("pbs")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"scheduler": "pbs"}, "scheduler 'pbs' must equal the file name 'slurm'"),
+        ({"roles": [{"name": "slurm-ctl", "component": "controller", "on": "login", "boot": []}]},
+         "role 'slurm-ctl' must be named slurm-controller"),
+        ({"roles": [{"name": "slurm-node", "component": "node", "on": "servers", "boot": []}]},
+         "roles.0.on: 'servers' is not one of"),
+    ],
+)
+def test_a_bad_scheduler_file_is_refused_in_one_line(tmp_path: Path, change: dict[str, object], message: str) -> None:
+    doc = json.loads((KIT / "registry" / "schedulers" / "slurm.json").read_text())
+    doc.update(change)
+    (tmp_path / "slurm.json").write_text(json.dumps(doc))
+    with pytest.raises(registry.RegistryError, match=message) as caught:
+        registry.schedulers(tmp_path)
+    assert "\n" not in str(caught.value)
+
+
 def test_data_and_client_roles_come_from_the_family_files() -> None:
     assert registry.data_roles() == {"ceph-osd", "beegfs-storage", "nfs-server", "gpfs-nsd"}
     assert registry.client_roles() == {"ceph-client", "beegfs-client", "nfs-client", "gpfs-client"}

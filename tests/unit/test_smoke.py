@@ -143,18 +143,6 @@ def _smoke_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, lab: dict[str, A
     return jobs, [line for line in lines if line.startswith("FAIL")]
 
 
-def test_an_iozone_size_in_t_fails_the_smoke_before_anything_runs(monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
-    """IOzone takes -s 8t as 8 KiB and says nothing: the exact line's suffixes are checked
-    (pfslab/iozone_options.py), so the job fails whether or not IOzone is here."""
-    lab = _lab("nss73-ha", workload=IOZONE_SEQ)
-    jobs, lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": None})
-    (job,) = jobs
-    assert job.status == "failed"
-    assert any("iozone -s 8t" in r and "-s 8t -t 1" in r for r in job.reasons), job.reasons
-    assert lines[0].startswith("FAIL nss73-ha iozone-seq 1 step 1: iozone -s 8t"), lines
-
-
 def _fake_tool(tmp_path: Path, body: str) -> str:
     path = tmp_path / "bin" / "iozone"
     path.parent.mkdir()
@@ -163,25 +151,27 @@ def _fake_tool(tmp_path: Path, body: str) -> str:
     return str(path)
 
 
-def test_a_tool_exiting_non_zero_fails_its_job_naming_lab_workload_and_line(monkeypatch: pytest.MonkeyPatch,
-                                                                          tmp_path: Path) -> None:
-    lab = _lab("nss73-ha", workload={**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
-    fake = _fake_tool(tmp_path, "echo 'iozone: bad option' >&2; exit 3")
-    jobs, lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": fake})
+@pytest.mark.parametrize("size, body, reason, line", [
+    # IOzone takes -s 8t as 8 KiB and says nothing: the exact line's suffixes are checked
+    # (pfslab/iozone_options.py), so the job fails whether or not IOzone is here.
+    ("8t", None, ("iozone -s 8t", "-s 8t -t 1"), "FAIL nss73-ha iozone-seq 1 step 1: iozone -s 8t"),
+    # A tool exiting non-zero fails its job, naming lab, workload and line.
+    ("8g", "echo 'iozone: bad option' >&2; exit 3", ("exited 3 (iozone: bad option)",),
+     "FAIL nss73-ha iozone-seq 1 step 1 exited 3"),
+    # An output the parser cannot read fails its job.
+    ("8g", "echo 'Children see throughput for 1 initial writers = 12'; exit 0", ("parser cannot read",), None),
+], ids=["iozone size in t", "tool exits non-zero", "output the parser cannot read"])
+def test_a_job_fails_with_its_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, size: str, body: str | None,
+                                     reason: tuple[str, ...], line: str | None) -> None:
+    lab = _lab("nss73-ha", workload={**IOZONE_SEQ, "sizes": {"file_size": size}})
+    jobs, lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": None if body is None else _fake_tool(tmp_path, body)})
     (job,) = jobs
     assert job.status == "failed"
-    assert any("exited 3 (iozone: bad option)" in r for r in job.reasons), job.reasons
-    (line,) = lines
-    assert line.startswith("FAIL nss73-ha iozone-seq 1 step 1 exited 3") and "-s 8g -t 1" in line, line
-
-
-def test_an_output_the_parser_cannot_read_fails_its_job(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    lab = _lab("nss73-ha", workload={**IOZONE_SEQ, "sizes": {"file_size": "8g"}})
-    fake = _fake_tool(tmp_path, "echo 'Children see throughput for 1 initial writers = 12'; exit 0")
-    jobs, _lines = _smoke_one(monkeypatch, tmp_path, lab, {"iozone": fake})
-    (job,) = jobs
-    assert job.status == "failed"
-    assert any("parser cannot read" in r for r in job.reasons), job.reasons
+    assert any(all(part in r for part in reason) for r in job.reasons), job.reasons
+    if line is not None:
+        # The job's first FAIL line names it; a tool that is not here adds a second.
+        assert len(lines) == (1 if body else 2), lines
+        assert lines[0].startswith(line) and f"-s {size} -t 1" in lines[0], lines
 
 
 def test_a_missing_tool_is_a_skip_and_no_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
@@ -208,12 +198,17 @@ def _only(name: str, *ids: str, view: str | None = None) -> dict[str, Any]:
     return lab
 
 
+def _all_passed(jobs: list[smoke_run.Job], lines: list[str]) -> None:
+    """A real smoke that ran something, said no FAIL and passed every job."""
+    assert lines == [], lines
+    assert jobs and all(j.status == "passed" for j in jobs), [(j.job, j.reasons) for j in jobs]
+
+
 def test_real_fio_and_iozone_smoke_of_the_local_lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _need("fio", "iozone", "mpirun")
     jobs, lines = _smoke_one(monkeypatch, tmp_path, _only("local", "fio-rand4k", "iozone-seq"))
-    assert lines == []
+    _all_passed(jobs, lines)
     assert {j.workload for j in jobs} == {"fio-rand4k", "iozone-seq"}
-    assert all(j.status == "passed" for j in jobs), [(j.job, j.reasons) for j in jobs]
     assert sum(1 for j in jobs if not j.ran_as) == 2  # one run per workload, at two ranks/threads
 
 
@@ -222,32 +217,33 @@ def test_real_ior_smoke_of_both_ior_releases(monkeypatch: pytest.MonkeyPatch, tm
     if not all(have.values()) or shutil.which("mpirun") is None:
         pytest.skip(f"IOR not built in {BUILT_TOOLS} ({have}) or no mpirun: 'make tools' builds it")
     jobs, lines = _smoke_one(monkeypatch, tmp_path, _only("local", "ior-n1", "mdtest-empty"))
-    assert lines == [] and jobs and all(j.status == "passed" for j in jobs), lines
+    _all_passed(jobs, lines)
     assert {j.tool_path for j in jobs if j.tool == "ior"} == {str(BUILT_TOOLS / "view" / "bin" / "ior")}
     # the seed lab's IOR 3.3.0, its BeeGFS striping checked by table instead
     (tmp_path / "seed").mkdir()
     jobs, lines = _smoke_one(monkeypatch, tmp_path / "seed", _only("beegfs-medium", "ior-n1"))
-    assert lines == [] and jobs and all(j.status == "passed" for j in jobs), lines
+    _all_passed(jobs, lines)
     assert {j.tool_path for j in jobs} == {str(BUILT_TOOLS / "view-seed" / "bin" / "ior")}
     assert all(s.table_checked for j in jobs for s in j.steps)
 
 
-def test_exit_status_a_missing_required_tool_or_nothing_run_fails(monkeypatch: pytest.MonkeyPatch,
-                                                                  tmp_path: Path) -> None:
-    def job(tool: str, status: str) -> smoke_run.Job:
-        return smoke_run.Job("local", f"{tool}-w", "1", tool, [], status, [f"no {tool}"] if status == "skipped" else [])
+def _job(tool: str, status: str) -> smoke_run.Job:
+    return smoke_run.Job("local", f"{tool}-w", "1", tool, [], status, [f"no {tool}"] if status == "skipped" else [])
 
+
+@pytest.mark.parametrize("jobs, require, status", [
+    ([("fio", "passed"), ("ior", "skipped")], "", 0),
+    ([("fio", "passed"), ("ior", "skipped")], "ior,mdtest", 1),
+    ([("ior", "skipped")], "", 1),  # nothing ran: nothing proven
+    ([("fio", "passed"), ("iozone", "failed")], "", 1),
+], ids=["a skip is no failure", "a required tool skipped", "nothing ran", "a job failed"])
+def test_exit_status_a_missing_required_tool_or_nothing_run_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                  jobs: list[tuple[str, str]], require: str,
+                                                                  status: int) -> None:
+    made = [_job(tool, state) for tool, state in jobs]
     monkeypatch.setattr(smoke_run, "REPORT_DIR", tmp_path)
-    args = argparse.Namespace(labs=["local"], scratch=str(tmp_path), require="")
-    for jobs, require, status in [
-        ([job("fio", "passed"), job("ior", "skipped")], "", 0),
-        ([job("fio", "passed"), job("ior", "skipped")], "ior,mdtest", 1),
-        ([job("ior", "skipped")], "", 1),  # nothing ran: nothing proven
-        ([job("fio", "passed"), job("iozone", "failed")], "", 1),
-    ]:
-        monkeypatch.setattr(smoke_run, "smoke", lambda names, root, log=print, js=jobs: js)
-        args.require = require
-        assert smoke_run.main(args) == status, (jobs, require)
+    monkeypatch.setattr(smoke_run, "smoke", lambda names, root, log=print: made)
+    assert smoke_run.main(argparse.Namespace(labs=["local"], scratch=str(tmp_path), require=require)) == status
 
 
 def test_the_io500_config_of_a_smoke_has_a_1_s_stonewall_and_keeps_every_other_line() -> None:

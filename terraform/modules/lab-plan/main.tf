@@ -16,21 +16,21 @@ locals {
   families = {
     for f in fileset(local.registry_dir, "*.json") : trimsuffix(f, ".json") => jsondecode(file("${local.registry_dir}/${f}"))
   }
-  # A scheduler's roles, which pfslab/layout.py attaches to the login node and the
-  # clients (scripts/roles/slurm); a cloud node only installs them at first boot (the
-  # MUNGE key comes with the cluster files after it).
-  scheduler_roles = {
-    "slurm-controller" = { family = "slurm", component = "controller", phase = 4, boot = "install" }
-    "slurm-node"       = { family = "slurm", component = "node", phase = 4, boot = "install" }
+  # Schedulers (registry/schedulers/<type>.json): their roles, which pfslab/layout.py
+  # attaches to the login node and the clients (scripts/roles/<type>), and what a cloud
+  # node runs for them at first boot (Slurm: install only; the MUNGE key comes with the
+  # cluster files after it).
+  scheduler_dir = "${path.module}/../../../registry/schedulers"
+  schedulers = {
+    for f in fileset(local.scheduler_dir, "*.json") : trimsuffix(f, ".json") => jsondecode(file("${local.scheduler_dir}/${f}"))
   }
-  role_info = merge(local.scheduler_roles, [for fam in values(local.families) : {
-    for r in fam.roles : r.name => {
-      family    = fam.family
-      component = r.component
-      phase     = r.phase
-      boot      = join(" ", r.boot)
-    }
-  }]...)
+  scheduler_role_names = flatten([for s in values(local.schedulers) : [for r in s.roles : r.name]])
+  # What a cloud node's first boot runs per role: the role script, its component, the steps.
+  role_info = merge(concat([for s in values(local.schedulers) : {
+    for r in s.roles : r.name => { family = s.scheduler, component = r.component, boot = join(" ", r.boot) }
+    }], [for fam in values(local.families) : {
+    for r in fam.roles : r.name => { family = fam.family, component = r.component, boot = join(" ", r.boot) }
+  }])...)
 
   default_paths = {
     local = {
@@ -114,19 +114,22 @@ locals {
 
   node_configs = {
     for name, n in local.nodes : name => merge({
-      lab        = local.lab.name
-      target     = local.target
-      node       = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles, hardware = n.hardware }
-      filesystem = local.fs
-      os_tuning  = local.node_tuning[name]
-      network    = local.lab.network
-      cluster    = merge(local.cluster, { osd_ids = n.osd_ids })
-      disks      = local.disks[name]
-      paths      = n.paths
+      # machine_kind: what the node is (registry/targets/<target>.json, per node as the
+      # adapters make it); the roles decide by it, never by the target's name.
+      lab          = local.lab.name
+      target       = local.target
+      machine_kind = local.machines[name].kind
+      node         = { name = name, group = n.group, index = n.index, address = n.address, roles = n.roles, hardware = n.hardware }
+      filesystem   = local.fs
+      os_tuning    = local.node_tuning[name]
+      network      = local.lab.network
+      cluster      = merge(local.cluster, { osd_ids = n.osd_ids })
+      disks        = local.disks[name]
+      paths        = n.paths
       # Devices the lab lets the roles erase although they hold something; absent when none.
       }, { for k, v in { wipe_devices = n.wipe_devices } : k => v if length(v) > 0 },
       # The lab's scheduler (scripts/roles/slurm) on the nodes that play its roles; absent otherwise.
-    { for k, v in { scheduler = try(local.lab.scheduler, null) } : k => v if v != null && length([for r in n.roles : r if startswith(r, "slurm-")]) > 0 })
+    { for k, v in { scheduler = try(local.lab.scheduler, null) } : k => v if v != null && length(setintersection(n.roles, local.scheduler_role_names)) > 0 })
   }
 
   # Each phase as "node/role" keys, the unit the adapters start and stop.
