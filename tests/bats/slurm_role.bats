@@ -13,7 +13,8 @@ bats_load_library bats-assert
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 ROLE=$REPO/scripts/roles/slurm
 # The ordinary user the jobs run as: made for the test when absent, removed after it.
-JOB_USER=pfslabtest
+# Its own name: another test file (site_lab.bats) makes and removes its user at the same time.
+JOB_USER=pfslab-slurm-role
 
 # Why this machine cannot run the test (empty: it can).
 unavailable() {
