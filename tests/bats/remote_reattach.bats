@@ -143,3 +143,92 @@ launch_and_follow() {
   assert_failure 2
   assert_output --partial "login node cli0 records a run that is not the kit's"
 }
+
+# scripts/bench of a copy of the kit whose active lab is the remote lab above.
+kit_copy() {
+  COPY=$BATS_TEST_TMPDIR/kit
+  mkdir -p "$COPY/build"
+  cp -r "$KIT/scripts" "$KIT/pfslab" "$KIT/labs" "$KIT/registry" "$COPY/"
+  ln -s "$KIT/.venv" "$COPY/.venv"
+  cp -r "$LAB" "$COPY/build/"
+  echo "Host *" >"$COPY/build/hosts-lab/ssh/config"
+  echo hosts-lab >"$COPY/build/active-lab"
+}
+
+# A run on the login node as login_launch leaves it, by a stand-in bench that writes its
+# run directory and ends with STATUS after LINES lines.
+fake_run() {
+  local lines=$1 status=$2
+  mkdir -p "$D" "$LOGIN/build/runs/hosts-lab"
+  echo "$NAME" >"$D/run"
+  echo 2026-11-27T20:15:00Z >"$D/since"
+  setsid bash -c 'for i in $(seq 1 "$1"); do echo "[bench] test $i ok"; sleep 0.3; done
+    mkdir -p "$3" && echo "{\"runs\": []}" >"$3/report.json"; echo "$2" >"$0/status"' "$D" "$lines" "$status" "$LOGIN/build/runs/hosts-lab/$NAME" "$NAME" \
+    </dev/null >>"$D/console.log" 2>&1 &
+  echo $! >"$D/pid"
+}
+
+bench_copy() {
+  run timeout 60 env PATH="$SHIMS:$PATH" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_REMOTE_ROOT="$LOGIN" "$COPY/scripts/bench" "$@"
+}
+
+@test "make bench while a run is going on the login node reattaches to it, shows its progress and brings that run home: no second run" {
+  kit_copy
+  fake_run 8 1
+  sleep 1
+  bench_copy -n IOR
+  assert_failure 1
+  assert_line "[bench] a run is going on login node cli0 since 2026-11-27T20:15:00Z: reattaching (run $NAME; the options given are for a new run, once this one is home); Ctrl-C ends it"
+  for i in 1 2 3 4 5 6 7 8; do assert_equal "$(grep -cx "\[bench\] test $i ok" <<<"$output")" 1; done
+  refute_output --partial "launching the run"
+  [ -z "$(grep 'setsid' "$SHIM_LOG")" ]
+  [ -s "$COPY/build/runs/hosts-lab/$NAME/report.json" ]
+  assert_equal "$(ls "$COPY/build/runs/hosts-lab")" "$NAME"
+  assert_equal "$(grep -c 'test . ok' "$COPY/build/runs/hosts-lab/$NAME/console.log")" 8
+  # Home, so nothing of it is left there.
+  [ ! -e "$LOGIN/build/runs/hosts-lab/$NAME" ]
+  [ ! -e "$D" ]
+}
+
+@test "a run that ended while no make bench followed it is brought home by the next make bench, with its exit status" {
+  kit_copy
+  fake_run 2 0
+  sleep 1.5
+  [ -e "$D/status" ]
+  # What the killed make bench had shown is shown again, then the rest, once.
+  mkdir -p "$COPY/build/runs/hosts-lab/$NAME"
+  head -n 1 "$D/console.log" >"$COPY/build/runs/hosts-lab/$NAME/console.log"
+  bench_copy
+  assert_success
+  assert_line "[bench] run $NAME on login node cli0 (since 2026-11-27T20:15:00Z) ended while no make bench followed it: bringing it home"
+  assert_equal "$(grep -c 'test . ok' <<<"$output")" 2
+  [ ! -e "$D" ]
+  [ -s "$COPY/build/runs/hosts-lab/$NAME/report.json" ]
+  [ ! -e "$LOGIN/build/runs/hosts-lab/$NAME" ]
+}
+
+@test "make bench ended (TERM) while it follows a run ends the run on the login node and brings home what it measured" {
+  kit_copy
+  fake_run 100 0
+  # The login node's scripts/lab stop-bench: ends the run's processes; its bench then
+  # finishes writing (the report) and records its status, as scripts/bench does there.
+  printf '%s\n' '#!/bin/bash' "[[ \$1 == stop-bench ]] || exit 2" "pkill -P \"\$(cat '$D/pid')\" sleep; kill \"\$(cat '$D/pid')\"" \
+    "mkdir -p '$LOGIN/build/runs/hosts-lab/$NAME' && echo '{\"runs\": []}' >'$LOGIN/build/runs/hosts-lab/$NAME/report.json'; echo 143 >'$D/status'" >"$LOGIN/scripts/lab"
+  chmod +x "$LOGIN/scripts/lab"
+  env PATH="$SHIMS:$PATH" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_REMOTE_ROOT="$LOGIN" "$COPY/scripts/bench" >"$BATS_TEST_TMPDIR/bench.log" 2>&1 &
+  pid=$!
+  timeout 20 bash -c "until grep -q 'test 2 ok' '$BATS_TEST_TMPDIR/bench.log'; do sleep 0.2; done"
+  kill -TERM "$pid"
+  rc=0
+  timeout 30 tail --pid="$pid" -f /dev/null
+  wait "$pid" || rc=$?
+  run cat "$BATS_TEST_TMPDIR/bench.log"
+  assert_equal "$rc" 130
+  assert_line "[bench] interrupted: ending the run on the login node and bringing home what it measured"
+  assert_line "[bench] brought the run home from cli0: $COPY/build/runs/hosts-lab/$NAME"
+  grep -q "scripts/lab stop-bench hosts-lab" "$SHIM_LOG"
+  [ -s "$COPY/build/runs/hosts-lab/$NAME/report.json" ]
+  [ ! -e "$D" ]
+  # This machine's follow session ended with it.
+  [ -z "$(pgrep -f -- "tail -c .*$D/console.log")" ]
+}
