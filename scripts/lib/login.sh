@@ -269,6 +269,22 @@ login_detached() {
   echo "$out"
 }
 
+# lab-up while a run of the lab goes on its login node (its make bench was killed, or
+# gave up reattaching) would sync the kit and restart the roles under it: refused in one
+# line naming the run. Asked only of a login node whose host key is recorded already,
+# so no connection learns a key here; one that does not answer is lab-up's to name.
+login_refuse_running() {
+  local lab=$1 dir login info name since state
+  dir=$(remote_dir "$lab")
+  [[ -s $dir/inventory.json && -s $dir/ssh/config ]] || return 0
+  login=$(login_node "$lab" 2>/dev/null) || return 0
+  [[ -n $login ]] && grep -q "^$login " "$dir/ssh/known_hosts" 2>/dev/null || return 0
+  info=$(login_detached "$lab" 2>/dev/null) || return 0
+  read -r name since state <<<"$info" || return 0
+  [[ $state == running ]] || return 0
+  die "a run of lab $lab is going on its login node $login since $since (run $name): 'make bench' reattaches to it and brings it home, 'make lab-down' ends it; lab-up would restart the lab under it"
+}
+
 # The output of the run on the login node, from the byte after what CONSOLE holds (this
 # machine's copy) to its end, shown and appended to CONSOLE: no byte twice, none lost.
 # When the SSH session drops (ssh ends with anything but the run's end), one line says

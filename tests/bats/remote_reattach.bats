@@ -232,3 +232,22 @@ bench_copy() {
   # This machine's follow session ended with it.
   [ -z "$(pgrep -f -- "tail -c .*$D/console.log")" ]
 }
+
+@test "lab-up while a run goes on the login node is refused in one line naming it; a login node of no recorded key is not asked" {
+  FAKE_LINES=20
+  remote_fn "login_launch hosts-lab $NAME PFSLAB_RUN_NAME=$NAME PFSLAB_LAB=hosts-lab --"
+  assert_success
+  : >"$SHIM_LOG"
+  remote_fn "login_refuse_running hosts-lab"
+  assert_success
+  [ -z "$(calls ssh)" ]
+  echo "cli0 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO" >"$LAB/ssh/known_hosts"
+  echo "Host *" >"$LAB/ssh/config"
+  remote_fn "login_refuse_running hosts-lab"
+  assert_failure 2
+  assert_output --regexp "^\[bench\] error: a run of lab hosts-lab is going on its login node cli0 since [0-9T:-]+Z \(run $NAME\): 'make bench' reattaches to it and brings it home, 'make lab-down' ends it; lab-up would restart the lab under it$"
+  kill -KILL "$(cat "$D/pid")"
+  sleep 0.5
+  remote_fn "login_refuse_running hosts-lab"
+  assert_success
+}
