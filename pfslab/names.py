@@ -181,12 +181,19 @@ def main(argv: list[str]) -> int:
     """``python3 -m pfslab.names checkout-problem PATH``: the shell's way to ask before
     the kit's environment exists (make demo checks its checkout before installing);
     ``slurm-cluster LAB``: the slurm role's cluster name, on nodes without the kit's
-    environment."""
+    environment; ``run-name-problem NAME``: why a run name a login node reports is not
+    one the kit makes (nothing, status 0, when it is)."""
     if len(argv) == 2 and argv[0] == "slurm-cluster":
         print(slurm_cluster(argv[1]))
         return 0
+    if len(argv) == 2 and argv[0] == "run-name-problem":
+        problem = run_name_problem(argv[1])
+        if problem:
+            print(problem)
+            return 2
+        return 0
     if len(argv) != 2 or argv[0] != "checkout-problem":
-        print("usage: python3 -m pfslab.names checkout-problem PATH | slurm-cluster LAB")
+        print("usage: python3 -m pfslab.names checkout-problem PATH | slurm-cluster LAB | run-name-problem NAME")
         return 2
     problem = checkout_path_problem(Path(argv[1]))
     if problem:

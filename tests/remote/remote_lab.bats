@@ -3,7 +3,8 @@
 # each its own network, mount, UTS and PID namespace, an sshd that takes only the lab's
 # key, only the login host reachable from here): the faults bring-up must name, a
 # lab-up that resumes after a host restarted in the middle, a bench launched from the
-# login host across the client hosts and brought home, its report, a client host that
+# login host across the client hosts and brought home, a bench whose SSH session is cut
+# or whose make bench is killed (reattached, brought home once), its report, a client host that
 # dies during a bench, lab-down (hosts as found), hosts-down (nothing left).
 # `make test-remote` (and .ci/run) runs it; it needs root, mmdebstrap and a Debian
 # mirror (the hosts' images are built from the kit's image recipe on first use).
@@ -234,6 +235,74 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   run jq -r '[.runs[].testcases[] | select(.result == "pass" or .result == "fail") | .name] | join(" ")' "$run_dir/report.json"
   assert_output --partial "fio"
   assert_output --partial "IOzone"
+}
+
+# This machine's session following a run on the login host (scripts/lib/login.sh,
+# login_follow_once): its ssh, whose command tails the run's console there.
+FOLLOW="^ssh .*/build/$LAB/ssh/config cli0 d=.*exec tail -c"
+run_of() { sed -n 's/^\[bench\] run directory: \([^ ]*\) (launched on login node cli0.*/\1/p' "$1"; }
+# Nothing of a run left on the login host: no run directory, no record of a run going.
+login_host_clear() {
+  run hosts_exec cli0 sh -c "ls -A /opt/pfslab/build/runs/$LAB 2>/dev/null; ls -d /opt/pfslab/build/$LAB/detached 2>/dev/null; true"
+  assert_output ""
+}
+
+@test "a bench whose SSH session is cut mid-run reattaches; the run comes home, and no second run started" {
+  local log=$BATS_FILE_TMPDIR/bench-cut.log pid before run_dir rc=0
+  before=$(ls "$REPO/build/runs/$LAB" | wc -l)
+  "$REPO/scripts/bench" >"$log" 2>&1 &
+  pid=$!
+  # The run launched and is followed; ~20 s in, this machine's session is cut.
+  timeout 600 bash -c "until pgrep -f -- '$FOLLOW' >/dev/null; do sleep 0.5; done"
+  sleep 20
+  run pgrep -f -- "$FOLLOW"
+  assert_success
+  kill -KILL $output
+  timed "bench (session cut)" wait "$pid" || rc=$?
+  cat "$log" >&3
+  run_dir=$(run_of "$log")
+  [ -n "$run_dir" ]
+  [ -s "$run_dir/report.json" ]
+  [ -s "$run_dir/verdict.json" ]
+  [ -s "$run_dir/console.log" ]
+  run grep -E "^\[bench\] the SSH session following the run on login node cli0 dropped \(exit status [0-9]+\): reattaching, for up to 600 s \(PFSLAB_REATTACH_TIMEOUT\)$" "$log"
+  assert_success
+  run grep -E "^\[bench\] reattached to run $(basename "$run_dir") on login node cli0: its output resumes at byte [0-9]+$" "$log"
+  assert_success
+  # One run: launched once, one new run directory here, nothing of it left there.
+  assert_equal "$(grep -c 'launching the run on login node' "$log")" 1
+  assert_equal "$(ls "$REPO/build/runs/$LAB" | wc -l)" $((before + 1))
+  login_host_clear
+  # The run's own end decided the status (a verdict), not the cut (2: no report).
+  [ "$rc" -ne 2 ]
+}
+
+@test "make bench killed mid-run: the run goes on on the login host; make bench again reattaches and brings that run home" {
+  local log=$BATS_FILE_TMPDIR/bench-killed.log pid before run_dir
+  before=$(ls "$REPO/build/runs/$LAB" | wc -l)
+  "$REPO/scripts/bench" >"$log" 2>&1 &
+  pid=$!
+  timeout 600 bash -c "until pgrep -f -- '$FOLLOW' >/dev/null; do sleep 0.5; done"
+  sleep 10
+  kill -KILL "$pid"
+  wait "$pid" || true
+  cat "$log" >&3
+  run_dir=$(run_of "$log")
+  [ -n "$run_dir" ]
+  # The run goes on there without this machine.
+  run hosts_exec cli0 cat "/opt/pfslab/build/$LAB/detached/run"
+  assert_output "$(basename "$run_dir")"
+  run hosts_exec cli0 test -e "/opt/pfslab/build/$LAB/detached/status"
+  assert_failure
+  run timed "bench (reattached)" "$REPO/scripts/bench"
+  echo "$output" >&3
+  assert_line --regexp "^\[bench\] a run is going on login node cli0 since [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z: reattaching \(run $(basename "$run_dir")\); Ctrl-C ends it$"
+  refute_output --partial "launching the run"
+  assert_output --partial "brought the run home from cli0: $run_dir"
+  [ -s "$run_dir/report.json" ]
+  [ -s "$run_dir/verdict.json" ]
+  assert_equal "$(ls "$REPO/build/runs/$LAB" | wc -l)" $((before + 1))
+  login_host_clear
 }
 
 @test "make report of the run brought home shows the figures measured on the client hosts" {

@@ -187,6 +187,13 @@ def test_run_names_the_kit_makes_are_names_it_accepts(rng: random.Random) -> Non
         assert names.run_name_problem(bad) is not None
 
 
+def test_run_name_problem_from_the_shell() -> None:
+    """The shell asks the same pattern about a run name a login node reports
+    (scripts/lib/login.sh, login_detached): status 0 and nothing for a kit's name."""
+    assert names.main(["run-name-problem", "20261127T201500Z+"]) == 0
+    assert names.main(["run-name-problem", "../../etc"]) == 2
+
+
 def test_run_dir_takes_a_name_given_by_the_kits_machine_only_when_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pfslab import state
 
