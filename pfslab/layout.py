@@ -92,7 +92,7 @@ SCHEDULER_ROLES: dict[str, tuple[str, str]] = {"slurm": ("slurm-controller", "sl
 def scheduler_roles(lab: dict[str, Any], node: dict[str, Any], entry: str) -> list[str]:
     """The roles the lab's scheduler gives ``node`` (``entry`` is the login node)."""
     kind = (lab.get("scheduler") or {}).get("type")
-    if kind is None:
+    if kind is None or kind == "none":
         return []
     controller, worker = SCHEDULER_ROLES[kind]
     return ([controller] if node["name"] == entry else []) + ([worker] if is_client(node) else [])
@@ -126,7 +126,7 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
         for roles in family.phases(registry.phase_count())
     ]
     kind = (lab.get("scheduler") or {}).get("type")
-    if kind is not None:
+    if kind is not None and kind != "none":
         phases[-1] += [{"node": n["name"], "role": role} for role in SCHEDULER_ROLES[kind] for n in out if role in n["roles"]]
     names = [n["name"] for n in out]
     exposure = _exposure(lab, target)
@@ -169,7 +169,8 @@ def export(directory: Path) -> int:
     for name in labs.lab_names():
         written = labs.resolve(labs.lab_path(name)).get("targets", {})
         lab = labs.load(name)
-        for target in registry.targets():
+        # A target that provisions nothing has no lab plan for Terraform to test.
+        for target in [t.target for t in registry.targets().values() if t.provisions]:
             path = directory / f"{name}@{target}.json"
             # As lab-up writes it, with an instance of a fixed checkout and owner, so
             # the tests' expectations do not depend on where the kit is checked out.

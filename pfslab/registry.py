@@ -71,6 +71,9 @@ class Target:
     remote: bool
     terraform_root: str
     settings: dict[str, Any]
+    #: False: the storage, nodes and scheduler are already there (target site); lab-up
+    #: only checks them and there is no Terraform root to plan.
+    provisions: bool = True
 
     @property
     def settings_key(self) -> str:
@@ -105,7 +108,8 @@ def _load_target(path: Path) -> Target:
         raise RegistryError(f"{where}: target {name!r} must equal the file name {path.stem!r}")
     if f"{name}_target" not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
-    return Target(name, doc["title"], doc["remote"], doc["terraform_root"], doc["settings"])
+    return Target(name, doc["title"], doc["remote"], doc.get("terraform_root", ""), doc["settings"],
+                  doc.get("provisions", True))
 
 
 @lru_cache(maxsize=4)
