@@ -186,6 +186,14 @@ def parse(output: str) -> dict[str, NodeReport]:
     return reports
 
 
+def in_lab_order(lab: dict[str, Any], reports: dict[str, NodeReport]) -> dict[str, NodeReport]:
+    """The reports in the order the lab names its nodes (else by name): srun's tasks
+    print in whatever order they end."""
+    names = node_names(lab) or []
+    rank = {n: i for i, n in enumerate(names)}
+    return dict(sorted(reports.items(), key=lambda item: (rank.get(item[0], len(names)), item[0])))
+
+
 def problems(lab: dict[str, Any], reports: dict[str, NodeReport]) -> list[str]:
     """What keeps the lab from running, one line each, naming the node and the value."""
     mount, out = lab["filesystem"]["mount"], []
@@ -296,7 +304,7 @@ def check(lab: dict[str, Any]) -> tuple[dict[str, NodeReport], str]:
     except subprocess.TimeoutExpired:
         raise SiteError(f"the check job did not end within {timeout} s (targets.site.check_timeout_s); "
                         f"is partition {(lab.get('scheduler') or {}).get('partition', '(default)')} busy?") from None
-    reports = parse(done.stdout)
+    reports = in_lab_order(lab, parse(done.stdout))
     if done.returncode != 0 and not reports:
         why = next((ln for ln in done.stderr.splitlines() if ln.strip()), f"exit status {done.returncode}")
         raise SiteError(f"the check job failed: {cmd[0]}: {why}")

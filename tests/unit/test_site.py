@@ -165,6 +165,13 @@ def test_every_node_fine_is_no_problem() -> None:
     assert site.problems(lab, reports) == []
 
 
+def test_nodes_are_kept_in_the_labs_order_whatever_order_they_answered_in() -> None:
+    reports = site.in_lab_order(resolved(), site.parse(probe_lines("cli1") + probe_lines("cli0")))
+    assert list(reports) == ["cli0", "cli1"]
+    counted = site.in_lab_order(resolved({"targets.site.nodes": 2}), site.parse(probe_lines("n9") + probe_lines("n10")))
+    assert list(counted) == ["n10", "n9"]
+
+
 def test_a_node_without_the_mount_is_named() -> None:
     found = site.problems(resolved(), site.parse(probe_lines("cli0") + probe_lines("cli1", mount=False)))
     assert found == [f"node cli1: mount {MOUNT} is missing: no such directory"]
