@@ -93,9 +93,15 @@ as_user() { (cd "$REPO" && runuser -u "$JOB_USER" -- env HOME=/tmp USER="$JOB_US
   assert_equal "$(stat -c %U "$inv")" "$JOB_USER"
   assert_equal "$(stat -c %U "$(mount_path)/pfslab-site/.pfslab-scratch")" "$JOB_USER"
   assert_equal "$(cat "$REPO/build/active-lab")" "$SITE"
-  # The checks ran as jobs of that user (Slurm's job-completion log: UserId=name(uid)).
+  # The checks ran as jobs of that user (Slurm's job-completion log: UserId=name(uid)),
+  # written by slurmctld shortly after the job ends.
   state=$(jq -r .local.state_root "$REPO/build/$BASE/inventory.json")
-  run grep "JobName=pfslab-site-check" "$(jq -r .paths.state "$state/nodes/cli0/node.json")/slurm/jobcomp.log"
+  log=$(jq -r .paths.state "$state/nodes/cli0/node.json")/slurm/jobcomp.log
+  for n in $(seq 60); do
+    grep -q " Name=pfslab-site-check " "$log" 2>/dev/null && break
+    sleep 0.5
+  done
+  run grep " Name=pfslab-site-check " "$log"
   assert_output --partial "UserId=$JOB_USER("
   assert_equal "$(checksums)" "$(cat "$BATS_FILE_TMPDIR/before")"
 }
