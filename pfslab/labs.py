@@ -174,7 +174,11 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
         for role in group["roles"]:
             counts[role] = counts.get(role, 0) + group["count"]
     family = registry.families().get(fs_type) if isinstance(fs_type, str) else None
-    for role in family.roles if family else ():
+    target = registry.targets().get(str(data.get("target")))
+    # A lab on storage that is already there describes its clients only: nobody
+    # installs its servers, so no role count is owed.
+    provisions = target is None or target.provisions
+    for role in family.roles if family and provisions else ():
         fewest = role.required
         if counts.get(role.name, 0) < fewest:
             errors.append(f"node_groups: a {fs_type} lab needs at least {fewest} node(s) with role {role.name}")
@@ -202,10 +206,30 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         errors.append(f"workloads: id {dup!r} is used twice")
     errors += _path_errors(data)
+    if not provisions:
+        errors += site_errors(data)
     try:
         _check_subnet(data, groups)
     except LabError as err:
         errors.append(str(err))
+    return errors
+
+
+def site_errors(data: dict[str, Any]) -> list[str]:
+    """A site lab's nodes as its section gives them agree with its node groups' clients
+    (the suite spreads over those), and scheduler none means this machine only."""
+    site = data.get("targets", {}).get(data["target"], {})
+    given = site.get("nodes")
+    count = given if isinstance(given, int) else len(given or [])
+    clients = sum(g["count"] for g in data.get("node_groups", [])
+                  if any(r in registry.client_roles() for r in g["roles"]))
+    errors = []
+    if given is not None and count != clients:
+        errors.append(f"targets.{data['target']}.nodes: {given!r} gives {count} node(s) but node_groups have {clients} client(s); "
+                      "allowed: as many nodes as client nodes")
+    if (data.get("scheduler") or {}).get("type", "none") == "none" and given is not None and count != 1:
+        errors.append(f"targets.{data['target']}.nodes: {given!r} is not allowed with scheduler none; "
+                      "allowed: 1 (this machine; more nodes need a scheduler: scheduler.type slurm)")
     return errors
 
 

@@ -90,7 +90,7 @@ def scheduler_roles(lab: dict[str, Any], node: dict[str, Any], entry: str) -> li
     """The roles the lab's scheduler (registry/schedulers/<type>.json) gives ``node``:
     those ``on`` the login node (``entry``) or on every client, in the file's order."""
     kind = (lab.get("scheduler") or {}).get("type")
-    if kind is None:
+    if kind is None or kind == "none":
         return []
     on = {"login": node["name"] == entry, "clients": is_client(node)}
     return [r.name for r in registry.scheduler(kind).roles if on[r.on]]
@@ -124,7 +124,7 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
         for roles in family.phases(registry.phase_count())
     ]
     kind = (lab.get("scheduler") or {}).get("type")
-    if kind is not None:
+    if kind is not None and kind != "none":
         phases[-1] += [{"node": n["name"], "role": role} for role in registry.scheduler(kind).role_names()
                        for n in out if role in n["roles"]]
     names = [n["name"] for n in out]
@@ -168,7 +168,8 @@ def export(directory: Path) -> int:
     for name in labs.lab_names():
         written = labs.resolve(labs.lab_path(name)).get("targets", {})
         lab = labs.load(name)
-        for target in registry.targets():
+        # A target that provisions nothing has no lab plan for Terraform to test.
+        for target in [t.target for t in registry.targets().values() if t.provisions]:
             path = directory / f"{name}@{target}.json"
             # As lab-up writes it, with an instance of a fixed checkout and owner, so
             # the tests' expectations do not depend on where the kit is checked out.

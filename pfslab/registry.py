@@ -75,6 +75,9 @@ class Target:
     remote: bool
     terraform_root: str
     settings: dict[str, Any]
+    #: False: the storage, nodes and scheduler are already there (target site); lab-up
+    #: only checks them and there is no Terraform root to plan.
+    provisions: bool = True
 
     @property
     def settings_key(self) -> str:
@@ -128,7 +131,8 @@ def _load_target(path: Path) -> Target:
         raise RegistryError(f"{where}: target {name!r} must equal the file name {path.stem!r}")
     if f"{name}_target" not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
-    return Target(name, doc["title"], doc["remote"], doc["terraform_root"], doc["settings"])
+    return Target(name, doc["title"], doc["remote"], doc.get("terraform_root", ""), doc["settings"],
+                  doc.get("provisions", True))
 
 
 @lru_cache(maxsize=4)
@@ -254,7 +258,8 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
     ]
     defs["node_group"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
     defs["os_tuning"]["properties"]["roles"]["items"]["enum"] = [r.name for r in all_roles()]
-    defs["scheduler"]["properties"]["type"]["enum"] = list(schedulers())
+    # none: no scheduler to submit through (a site lab that runs on this machine).
+    defs["scheduler"]["properties"]["type"]["enum"] = [*schedulers(), "none"]
     out["properties"]["target"]["enum"] = list(tgts)
     defs["targets"]["properties"] = {t.target: {"$ref": f"#/$defs/{t.settings_key}"} for t in tgts.values()}
     return out

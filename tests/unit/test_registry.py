@@ -44,11 +44,12 @@ def test_phases_start_beegfs_management_first_and_clients_last() -> None:
 
 def test_the_targets_and_their_settings_come_from_the_target_files() -> None:
     targets = registry.targets()
-    assert set(targets) == {"local", "aws", "azure", "baremetal"}
+    assert set(targets) == {"local", "aws", "azure", "baremetal", "site"}
     schema = labs._schema()
     assert schema["properties"]["target"]["enum"] == list(targets)
     assert schema["$defs"]["targets"]["properties"]["aws"] == {"$ref": "#/$defs/aws_target"}
-    assert [t for t, info in targets.items() if not info.remote] == ["local"]
+    assert [t for t, info in targets.items() if not info.remote] == ["local", "site"]
+    assert [t for t, info in targets.items() if not info.provisions] == ["site"]
     for name in targets:
         assert (KIT / "scripts" / "targets" / f"{name}.sh").is_file(), f"target {name} has no adapter"
 
@@ -57,7 +58,7 @@ def test_the_schedulers_come_from_their_files() -> None:
     slurm = registry.scheduler("slurm")
     assert [(r.name, r.component, r.on, r.boot) for r in slurm.roles] == [
         ("slurm-controller", "controller", "login", ("install",)), ("slurm-node", "node", "clients", ("install",))]
-    assert labs._schema()["$defs"]["scheduler"]["properties"]["type"]["enum"] == list(registry.schedulers())
+    assert labs._schema()["$defs"]["scheduler"]["properties"]["type"]["enum"] == [*registry.schedulers(), "none"]
     with pytest.raises(registry.RegistryError, match=r"^unknown scheduler 'pbs'; known: slurm \(registry/schedulers\)$"):
         registry.scheduler("pbs")
 

@@ -1,0 +1,152 @@
+#!/usr/bin/env bats
+# The site target for real: labs/site-local.yaml on this checkout's local-slurm lab (its
+# CephFS and its Slurm), brought up and down by an ordinary user. Its lab-up installs
+# and starts nothing: it checks both clients through srun and writes the inventory; a
+# client whose mount is missing is refused, naming it; lab-down leaves the scratch
+# directory the site gave the user empty, and the file system outside it as it was.
+# Needs root (to bring up local-slurm and make the user), /dev/fuse, `make deps` and
+# `make tools` (IOR and mdtest, the site lab's tools).
+
+bats_load_library bats-support
+bats_load_library bats-assert
+load ../lib/skip-file
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+BASE=local-slurm
+SITE=site-local
+# The ordinary user: made for the test when absent (as tests/bats/slurm_role.bats does).
+JOB_USER=pfslabtest
+
+setup_file() {
+  [[ $(id -u) -eq 0 ]] || { skip_file "local-slurm needs root"; return 0; }
+  [[ -c /dev/fuse ]] || { skip_file "the local lab needs /dev/fuse"; return 0; }
+  local tool
+  for tool in ior mdtest; do
+    [[ -x $REPO/build/tools/view/bin/$tool || -x /opt/pfslab/view/bin/$tool ]] ||
+      { skip_file "$tool is not built; run 'make tools' first"; return 0; }
+  done
+  if [[ -s $REPO/build/active-lab ]]; then
+    echo "# a lab is already up in $REPO; this test brings up its own and refuses to share" >&3
+    return 1
+  fi
+  if ! id "$JOB_USER" >/dev/null 2>&1; then
+    useradd --no-create-home --shell /bin/sh "$JOB_USER"
+    touch "$BATS_FILE_TMPDIR/made-user"
+  fi
+  "$REPO/scripts/lab" up "$BASE" >&3 2>&1
+  local mount
+  mount=$(jq -r .filesystem.mount "$REPO/build/$BASE/lab.json")
+  # The site's part: data of others on the file system, and a directory it gives the user.
+  mkdir -p "$mount/site-data/project"
+  head -c 1048576 /dev/urandom >"$mount/site-data/project/results.bin"
+  echo "not the kit's" >"$mount/site-data/README"
+  mkdir -p "$mount/pfslab-site"
+  chown "$JOB_USER:" "$mount/pfslab-site"
+  # The user's checkout, as in CI: here root's, so the user may write its build/ (the
+  # kit writes nothing of a site lab elsewhere, but the scratch).
+  stat -c '%u:%g %a' "$REPO/build" >"$BATS_FILE_TMPDIR/build-owner"
+  chown "$JOB_USER" "$REPO/build"
+  checksums >"$BATS_FILE_TMPDIR/before"
+}
+
+teardown_file() {
+  [[ -z ${PFSLAB_SKIP_FILE:-} ]] || return 0
+  "$REPO/scripts/lab" down "$SITE" >/dev/null 2>&1 || true
+  if [[ -s $BATS_FILE_TMPDIR/build-owner ]] && [[ -d $REPO/build ]]; then
+    read -r owner mode <"$BATS_FILE_TMPDIR/build-owner"
+    chown "$owner" "$REPO/build" && chmod "$mode" "$REPO/build"
+  fi
+  "$REPO/scripts/lab" down "$BASE" >/dev/null 2>&1 || true
+  [[ ! -e $BATS_FILE_TMPDIR/made-user ]] || userdel "$JOB_USER" 2>/dev/null || true
+}
+
+setup() { skip_when_file_skipped; }
+
+mount_path() { jq -r .filesystem.mount "$REPO/build/$BASE/lab.json"; }
+
+# Every file of the file system but the scratch directory: path and SHA-256.
+checksums() {
+  local mount
+  mount=$(mount_path)
+  (cd "$mount" && find . -path ./pfslab-site -prune -o -print0 | sort -z |
+    xargs -0 -I{} sh -c 'if [ -f "$1" ]; then sha256sum "$1"; else echo "dir $1"; fi' _ {})
+}
+
+# Slurm as a site's user reaches it: through SLURM_CONF (scripts/roles/README.md).
+slurm_conf() {
+  local state
+  state=$(jq -r .local.state_root "$REPO/build/$BASE/inventory.json")
+  echo "$(jq -r .paths.state "$state/nodes/cli0/node.json")/slurm/slurm.conf"
+}
+
+as_user() { (cd "$REPO" && runuser -u "$JOB_USER" -- env HOME=/tmp USER="$JOB_USER" SLURM_CONF="$(slurm_conf)" "$@"); }
+
+@test "an ordinary user's make lab-up checks both clients through Slurm and writes the inventory" {
+  run as_user make lab-up LAB=$SITE
+  assert_success
+  assert_output --partial "2 node(s) (cli0, cli1) see $(mount_path)"
+  inv=$REPO/build/$SITE/inventory.json
+  assert_equal "$(jq -r '.target, (.clients | join(","))' "$inv" | paste -sd' ')" "site cli0,cli1"
+  assert_equal "$(jq -r '.site.nodes.cli1.fstype' "$inv")" "fuse.ceph-fuse"
+  [[ $(jq -r '.site.nodes.cli1.tools.ior.path' "$inv") == */ior ]]
+  [[ $(jq -r '.site.scheduler_version' "$inv") == slurm* ]]
+  assert_equal "$(stat -c %U "$inv")" "$JOB_USER"
+  assert_equal "$(stat -c %U "$(mount_path)/pfslab-site/.pfslab-scratch")" "$JOB_USER"
+  assert_equal "$(cat "$REPO/build/active-lab")" "$SITE"
+  # The checks ran as jobs of that user (Slurm's job-completion log: UserId=name(uid)),
+  # written by slurmctld shortly after the job ends.
+  state=$(jq -r .local.state_root "$REPO/build/$BASE/inventory.json")
+  log=$(jq -r .paths.state "$state/nodes/cli0/node.json")/slurm/jobcomp.log
+  for n in $(seq 60); do
+    grep -q " Name=pfslab-site-check " "$log" 2>/dev/null && break
+    sleep 0.5
+  done
+  run grep " Name=pfslab-site-check " "$log"
+  assert_output --partial "UserId=$JOB_USER("
+  assert_equal "$(checksums)" "$(cat "$BATS_FILE_TMPDIR/before")"
+}
+
+@test "make lab-down removes the kit's files only and gives the active mark back to local-slurm" {
+  runuser -u "$JOB_USER" -- mkdir -p "$(mount_path)/pfslab-site/ior-n1/run"
+  runuser -u "$JOB_USER" -- sh -c "head -c 65536 /dev/zero >'$(mount_path)/pfslab-site/ior-n1/run/file'"
+  run as_user make lab-down LAB=$SITE
+  assert_success
+  assert_output --partial "emptied (it was there before the kit)"
+  assert [ -d "$(mount_path)/pfslab-site" ]
+  assert_equal "$(find "$(mount_path)/pfslab-site" -mindepth 1 | wc -l)" 0
+  assert [ ! -e "$REPO/build/$SITE" ]
+  assert_equal "$(cat "$REPO/build/active-lab")" "$BASE"
+  assert_equal "$(checksums)" "$(cat "$BATS_FILE_TMPDIR/before")"
+}
+
+@test "a client that does not see the mount is refused at lab-up, by name, and nothing is written" {
+  local state node_json pidfile conf netns mount n
+  state=$(jq -r .local.state_root "$REPO/build/$BASE/inventory.json")
+  node_json=$state/nodes/cli1/node.json
+  pidfile=$(jq -r .paths.run "$node_json")/slurmd.pid
+  conf=$(jq -r .paths.state "$node_json")/slurm/slurm.conf
+  netns=$(jq -r .instance.nodes.cli1.netns "$REPO/build/$BASE/lab.json")
+  mount=$(mount_path)
+  # cli1's slurmd again, in a mount namespace of its own without the file system: its
+  # jobs see an empty directory where the mount was, as on a node whose mount failed.
+  kill "$(cat "$pidfile")"
+  for n in $(seq 50); do [[ -e /proc/$(cat "$pidfile" 2>/dev/null || echo 0) ]] || break; sleep 0.2; done
+  nsenter --net="/run/netns/$netns" unshare --mount --propagation private -- \
+    sh -c 'umount -l "$0" && exec slurmd -f "$1" -N cli1' "$mount" "$conf"
+  for n in $(seq 60); do
+    [[ $(SLURM_CONF=$conf sinfo -h -n cli1 -o %T 2>/dev/null) == idle ]] && break
+    sleep 0.5
+  done
+  run as_user make lab-up LAB=$SITE
+  kill "$(cat "$pidfile")" || true
+  assert_failure
+  assert_output --partial "[lab] error: lab $SITE refused: node cli1: mount $mount is missing: not a mount point"
+  refute_output --partial "node cli0:"
+  assert [ ! -e "$REPO/build/$SITE" ]
+  assert [ ! -e "$mount/pfslab-site/.pfslab-scratch" ]
+  assert_equal "$(cat "$REPO/build/active-lab")" "$BASE"
+  # local-slurm repairs its slurmd (lab-up restarts what is not running).
+  for n in $(seq 50); do [[ -e /proc/$(cat "$pidfile" 2>/dev/null || echo 0) ]] || break; sleep 0.2; done
+  run "$REPO/scripts/lab" up "$BASE"
+  assert_success
+}
