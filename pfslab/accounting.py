@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import re
 import subprocess
 from collections.abc import Callable
@@ -57,6 +58,10 @@ def slurm_conf(path: Path) -> dict[str, str]:
     return settings
 
 
+#: Half-seconds to wait for the job-completion lines of the run's last jobs.
+JOBCOMP_WAIT_TRIES = 20
+
+
 def jobcomp_records(log: Path, ids: list[str]) -> list[str]:
     """The job-completion log's lines of the given jobs (a job requeued has several)."""
     wanted = set(ids)
@@ -88,6 +93,13 @@ def collect(run_dir: Path, lab: dict[str, Any], conf_path: Path | None = None, r
         log = conf.get("jobcomploc", "")
         if conf.get("jobcomptype") == "jobcomp/filetxt" and log:
             lines = jobcomp_records(Path(log), ids)
+            # slurmctld appends a job's line shortly after the job ends: wait a little
+            # for the last ones rather than call them missing.
+            for _ in range(JOBCOMP_WAIT_TRIES):
+                if len({m.group(1) for line in lines if (m := _JOBCOMP_ID.match(line))}) >= len(set(ids)):
+                    break
+                time.sleep(0.5)
+                lines = jobcomp_records(Path(log), ids)
             text, source = "".join(f"{line}\n" for line in lines), f"jobcomp/filetxt {log}"
             found = {m.group(1) for line in lines if (m := _JOBCOMP_ID.match(line))}
         else:

@@ -220,6 +220,11 @@ lab_field() {
 # Whether the target's nodes are machines reached over SSH (registry/targets/<target>.json).
 target_remote() { [[ $(jq -r .remote "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
 
+# Whether the kit provisions and installs the target's labs; false: they are already
+# there (target site) and lab-up only checks them, as the invoking user.
+# (jq's // would turn a false into the default: only a missing field means true.)
+target_provisions() { [[ $(jq -r 'if has("provisions") then .provisions else true end' "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+
 # Source the target's adapter (scripts/targets/<target>.sh): the target_* functions
 # scripts/lab and scripts/lib/remote.sh call for what differs between targets.
 use_target() {

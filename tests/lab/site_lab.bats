@@ -106,6 +106,31 @@ as_user() { (cd "$REPO" && runuser -u "$JOB_USER" -- env HOME=/tmp USER="$JOB_US
   assert_equal "$(checksums)" "$(cat "$BATS_FILE_TMPDIR/before")"
 }
 
+@test "an ordinary user's make bench runs the suite as Slurm jobs of that user, ends in a verdict; make report draws it" {
+  run as_user make bench
+  echo "$output" | grep -E '^verdict:|^slurm-accounting' | sed 's/^/# /' >&3
+  assert_success
+  assert_output --regexp "verdict: PASS "
+  run_dir=$(find "$REPO/build/runs/$SITE" -mindepth 1 -maxdepth 1 -type d | sort | tail -n 1)
+  assert_equal "$(stat -c %U "$run_dir/report.json")" "$JOB_USER"
+  # Figures were measured and judged against the lab's (contract) references.
+  run jq -r '[.rows[] | select(.verdict == "pass" and .measured != null)] | length' "$run_dir/verdict.json"
+  refute_output "0"
+  # One batch job per test, each in Slurm's records under the user.
+  tests=$(jq '[.runs[].testcases[]] | length' "$run_dir/report.json")
+  assert_equal "$(grep -c "UserId=$JOB_USER(" "$run_dir/slurm-accounting.txt")" "$tests"
+  assert_equal "$(jq ".slurm_accounting.jobs | length" "$run_dir/provenance.json")" "$tests"
+  # Submitted with sbatch, started inside the allocation, never as root.
+  run grep -rh '^#SBATCH --partition=local_slurm' "$run_dir/output"
+  assert_equal "${#lines[@]}" "$tests"
+  run grep -rlE 'OMPI_ALLOW_RUN_AS_ROOT|allow-run-as-root' "$run_dir"
+  assert_output ""
+  run as_user make report RUN="$SITE/$(basename "$run_dir")"
+  assert_success
+  assert [ -s "$run_dir/report/report.html" ]
+  assert_equal "$(checksums)" "$(cat "$BATS_FILE_TMPDIR/before")"
+}
+
 @test "make lab-down removes the kit's files only and gives the active mark back to local-slurm" {
   runuser -u "$JOB_USER" -- mkdir -p "$(mount_path)/pfslab-site/ior-n1/run"
   runuser -u "$JOB_USER" -- sh -c "head -c 65536 /dev/zero >'$(mount_path)/pfslab-site/ior-n1/run/file'"
