@@ -169,7 +169,7 @@ fake_run() {
 }
 
 bench_copy() {
-  run timeout 60 env PATH="$SHIMS:$PATH" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_REMOTE_ROOT="$LOGIN" "$COPY/scripts/bench" "$@"
+  run timeout 60 env PATH="$SHIMS:$PATH" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_REMOTE_ROOT="$LOGIN" PFSLAB_ROOT="$COPY" "$COPY/scripts/bench" "$@"
 }
 
 @test "make bench while a run is going on the login node reattaches to it, shows its progress and brings that run home: no second run" {
@@ -215,7 +215,7 @@ bench_copy() {
   printf '%s\n' '#!/bin/bash' "[[ \$1 == stop-bench ]] || exit 2" "pkill -P \"\$(cat '$D/pid')\" sleep; kill \"\$(cat '$D/pid')\"" \
     "mkdir -p '$LOGIN/build/runs/hosts-lab/$NAME' && echo '{\"runs\": []}' >'$LOGIN/build/runs/hosts-lab/$NAME/report.json'; echo 143 >'$D/status'" >"$LOGIN/scripts/lab"
   chmod +x "$LOGIN/scripts/lab"
-  env PATH="$SHIMS:$PATH" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_REMOTE_ROOT="$LOGIN" "$COPY/scripts/bench" >"$BATS_TEST_TMPDIR/bench.log" 2>&1 &
+  env PATH="$SHIMS:$PATH" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_REMOTE_ROOT="$LOGIN" PFSLAB_ROOT="$COPY" "$COPY/scripts/bench" >"$BATS_TEST_TMPDIR/bench.log" 2>&1 &
   pid=$!
   timeout 20 bash -c "until grep -q 'test 2 ok' '$BATS_TEST_TMPDIR/bench.log'; do sleep 0.2; done"
   kill -TERM "$pid"
