@@ -92,7 +92,8 @@ SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
   assert [ "$elapsed" -le 150 ]
   run jq -r '.rounds, (.probes | keys | join(" ")), .machine.id' "$REPO/build/$LAB/calibration.json"
   assert_line --index 0 3
-  assert_line --index 1 "metadata rand-read rand-write seq-read seq-write"
+  # Every probe of the policy (reframe/references/policy.yaml), none missing.
+  assert_line --index 1 "$("$REPO/.venv/bin/python" -c 'from pfslab import calibration; print(" ".join(sorted(p.id for p in calibration.probes())))')"
   assert_line --regexp '^host-[0-9a-f]{12}$'
   run "$REPO/scripts/lab" status "$LAB"
   assert_success
