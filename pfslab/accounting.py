@@ -62,6 +62,10 @@ def slurm_conf(path: Path) -> dict[str, str]:
 JOBCOMP_WAIT_TRIES = 20
 
 
+def _jobcomp_ids(lines: list[str]) -> set[str]:
+    return {m.group(1) for line in lines if (m := _JOBCOMP_ID.match(line))}
+
+
 def jobcomp_records(log: Path, ids: list[str]) -> list[str]:
     """The job-completion log's lines of the given jobs (a job requeued has several)."""
     wanted = set(ids)
@@ -93,15 +97,16 @@ def collect(run_dir: Path, lab: dict[str, Any], conf_path: Path | None = None, r
         log = conf.get("jobcomploc", "")
         if conf.get("jobcomptype") == "jobcomp/filetxt" and log:
             lines = jobcomp_records(Path(log), ids)
+            found = _jobcomp_ids(lines)
             # slurmctld appends a job's line shortly after the job ends: wait a little
             # for the last ones rather than call them missing.
             for _ in range(JOBCOMP_WAIT_TRIES):
-                if len({m.group(1) for line in lines if (m := _JOBCOMP_ID.match(line))}) >= len(set(ids)):
+                if found >= set(ids):
                     break
                 time.sleep(0.5)
                 lines = jobcomp_records(Path(log), ids)
+                found = _jobcomp_ids(lines)
             text, source = "".join(f"{line}\n" for line in lines), f"jobcomp/filetxt {log}"
-            found = {m.group(1) for line in lines if (m := _JOBCOMP_ID.match(line))}
         else:
             why = why or (f"{conf_path} names neither slurmdbd accounting nor a jobcomp/filetxt log" if conf
                           else f"{conf_path} does not exist; allowed: SLURM_CONF or --slurm-conf naming the cluster's slurm.conf")
