@@ -5,6 +5,7 @@ that reaches the nodes."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +268,8 @@ def test_another_instances_scratch_is_neither_taken_nor_removed(tmp_path: Path) 
     (tmp_path / "pfslab-site" / "f").write_text("x")
     other = resolved(mount=str(tmp_path))
     other["instance"] = {**other["instance"], "id": "site-local-ffffffff", "root": "/elsewhere"}
-    with pytest.raises(site.SiteError, match=r"is marked as lab site-local's of checkout /work"):
+    owner = re.escape(lab["instance"]["root"])
+    with pytest.raises(site.SiteError, match=rf"is marked as lab site-local's of checkout {owner};"):
         site.claim_scratch(other)
     assert "nothing removed" in site.release_scratch(other)
     assert (tmp_path / "pfslab-site" / "f").exists()
