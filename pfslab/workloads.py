@@ -53,6 +53,14 @@ class Case:
         return self.name.rsplit("/", 1)[1]
 
 
+def name_filter(case: Case) -> str:
+    """A ReFrame ``-n`` pattern selecting exactly this case by its parameters (ReFrame
+    matches a test's name without its spaces: ``IOR_ior_n1%lab=local%workload=ior-n1%threads=4%mode=quick``)."""
+    point = (f"%threads={case.threads}" if case.nodes is None
+             else f"%nodes={case.nodes}%processes={case.threads // case.nodes}")
+    return f"%lab={re.escape(case.lab)}%workload={re.escape(case.workload)}{point}%mode={case.mode}$"
+
+
 def parse_case_name(name: str) -> tuple[str, str, int, int | None]:
     """(lab, workload, threads, nodes) from a case name: ``lab/workload/4`` or ``lab/lab2/workload/8x4``."""
     lab, _, rest = name.partition("/")

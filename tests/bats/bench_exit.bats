@@ -22,7 +22,7 @@ setup() {
   cat >"$KIT/.venv/bin/reframe" <<'EOF'
 #!/bin/bash
 for arg; do
-  [[ $arg == -l ]] && { echo "- Fio %case=local/fio-rand4k-t1 /0123abcd"; exit 0; }
+  [[ $arg == -l ]] && { echo "- Fio_fio_rand4k %lab=local %workload=fio-rand4k %threads=1 %mode=quick /0123abcd"; exit 0; }
 done
 cp -r "$RECORDED"/. "$PFSLAB_RUN_DIR/"
 echo "[  PASSED  ] Ran 1/1 test case(s)"
