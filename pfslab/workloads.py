@@ -53,12 +53,22 @@ class Case:
         return self.name.rsplit("/", 1)[1]
 
 
-def name_filter(case: Case) -> str:
-    """A ReFrame ``-n`` pattern selecting exactly this case by its parameters (ReFrame
-    matches a test's name without its spaces: ``IOR_ior_n1%lab=local%workload=ior-n1%threads=4%mode=quick``)."""
-    point = (f"%threads={case.threads}" if case.nodes is None
-             else f"%nodes={case.nodes}%processes={case.threads // case.nodes}")
-    return f"%lab={re.escape(case.lab)}%workload={re.escape(case.workload)}{point}%mode={case.mode}$"
+def name_filter(case_name: str) -> str:
+    """A ReFrame ``-n`` pattern selecting exactly one case (``lab/workload/4`` or ``.../8x2``)
+    by its parameters. ReFrame matches a test's name without its spaces
+    (``IOR_ior_n1%lab=local%workload=ior-n1%threads=4%mode=quick``): the ``%`` after the
+    point keeps threads=4 from matching 48, and any mode, or a ``-P`` variable after it, matches."""
+    lab, workload, threads, nodes = parse_case_name(case_name)
+    point = f"%threads={threads}" if nodes is None else f"%nodes={nodes}%processes={threads // nodes}"
+    return f"%lab={re.escape(lab)}%workload={re.escape(workload)}{point}%"
+
+
+def demo_filters(lab: dict[str, Any]) -> list[str]:
+    """ReFrame's arguments selecting the lab's ``benchmark.demo`` cases (``workload/point``): one ``-n`` each."""
+    entries = labs.setting(lab, "benchmark.demo")
+    if not entries:
+        raise WorkloadError(f"lab {lab['name']} lists no demo cases (benchmark.demo)")
+    return [arg for entry in entries for arg in ("-n", name_filter(f"{lab['name']}/{entry}"))]
 
 
 def parse_case_name(name: str) -> tuple[str, str, int, int | None]:

@@ -268,3 +268,33 @@ def test_s_sets_and_p_multiplies_a_variable_of_every_selected_test(tmp_path: Pat
                            "-S", "scratch_root=/elsewhere", action="--describe")
     described, _ = json.JSONDecoder().raw_decode(out[out.index("["):])
     assert len(described) == len(one) and {t["scratch_root"] for t in described} == {"/elsewhere"}
+
+
+@needs_reframe
+def test_the_demo_filters_select_exactly_the_labs_demo_cases(tmp_path: Path) -> None:
+    """make bench --demo's -n arguments (pfslab lab demo-filters): local-slurm's demo has a
+    threads point of the lab's own and a nodes x processes point of an imported workload."""
+    lab = labs.load("local-slurm")
+    demo = labs.setting(lab, "benchmark.demo")
+    assert any("x" in entry.rsplit("/", 1)[1] for entry in demo) and len(demo) > 1
+    out, listed, _ = list_tests(tmp_path, "--system", "local-slurm", *workloads.demo_filters(lab))
+    assert cases_of(listed) == sorted(f"local-slurm/{entry}" for entry in demo), out
+
+
+def test_a_lab_without_demo_cases_is_named() -> None:
+    with pytest.raises(workloads.WorkloadError, match="lab pixstor-capex lists no demo cases"):
+        workloads.demo_filters(labs.load("pixstor-capex"))
+
+
+@pytest.mark.parametrize(("argv", "mode"), [(["--mode", "full"], "full"), (["-r", "--mode=quick"], "quick"),
+                                            (["--mode", "bogus"], None), (["-r"], None), (["--mode"], None)])
+def test_the_configuration_reads_the_command_lines_mode(argv: list[str], mode: str | None) -> None:
+    assert rfmconfig.mode_of(argv) == mode
+
+
+def test_quick_and_full_are_reframe_modes(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "active_lab", lambda: None)
+    monkeypatch.setenv("PFSLAB_MODE", "quick")
+    config = rfmconfig.build(["-l", "--mode", "full"])
+    assert [m["name"] for m in config["modes"]] == list(workloads.MODES)
+    assert os.environ["PFSLAB_MODE"] == "full"  # what the test files expand, after the configuration
