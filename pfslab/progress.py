@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
+from pfslab.workloads import tool_test
+
 _TOTAL = re.compile(r"^\[=+\] Running (\d+) check")
 #: A test's name: its class, then its parameters (``%lab=local %workload=ior-n1 %threads=4 ...``).
 _NAME = r"(\S+)((?: %\S+=\S+)+)"
@@ -36,7 +38,7 @@ def _test_and_case(test: str, params: str) -> str:
     if "case" in values:
         return f"{test} {values['case']}"
     point = values.get("threads") or f"{values.get('nodes')}x{values.get('processes')}"
-    return f"{test.split('_', 1)[0]} {values.get('lab')}/{values.get('workload')}/{point}"
+    return f"{tool_test(test)} {values.get('lab')}/{values.get('workload')}/{point}"
 
 
 def _duration(seconds: float) -> str:

@@ -84,6 +84,7 @@ Test = TypeVar("Test", bound="type[WorkloadTest]")
 
 
 def _class_name(base: str, *parts: str) -> str:
+    # The base has no "_": workloads.tool_test reads it back as the part before the first.
     return "_".join([base, *(re.sub(r"[^A-Za-z0-9]+", "_", part).strip("_") for part in parts)])
 
 

@@ -63,6 +63,12 @@ def name_filter(case_name: str) -> str:
     return f"%lab={re.escape(lab)}%workload={re.escape(workload)}{point}%"
 
 
+def tool_test(class_name: str) -> str:
+    """The tool's test a ReFrame test class is of: its name up to the workload
+    (``IOR_ior_n1`` is IOR's; pfslab.rfm.define_tests names them so)."""
+    return class_name.split("_", 1)[0]
+
+
 def demo_filters(lab: dict[str, Any]) -> list[str]:
     """ReFrame's arguments selecting the lab's ``benchmark.demo`` cases (``workload/point``): one ``-n`` each."""
     entries = labs.setting(lab, "benchmark.demo")
