@@ -76,10 +76,6 @@ def test_cases(tool: str) -> list[workloads.Case]:
     return workloads.cases(tool, current_labs())
 
 
-#: The parameters every workload test has, in the order its name shows them; a sweep of
-#: threads has ``threads``, a sweep of nodes x processes per node ``nodes`` and ``processes``.
-PARAMETERS: tuple[str, ...] = ("lab", "workload", "threads", "nodes", "processes", "mode")
-
 Test = TypeVar("Test", bound="type[WorkloadTest]")
 
 
