@@ -79,6 +79,13 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
     elif args.lab_command == "system":
         print(labs.system_name(lab["name"]))
+    elif args.lab_command == "demo-filters":
+        from pfslab import workloads
+
+        try:
+            print("\n".join(workloads.demo_filters(lab)))
+        except workloads.WorkloadError as err:
+            raise UsageError(str(err)) from None
     elif args.lab_command == "deviations":
         from pfslab import deviations
 
@@ -120,6 +127,8 @@ def _add_lab(sub: Subparsers) -> None:
     actions.add_parser("docs", help="labs/README.md, generated from labs/schema.json")
     actions.add_parser("check", help="validate a lab file").add_argument("lab", help="lab name or path to a lab file")
     actions.add_parser("system", help="the lab's ReFrame system name (for --system)").add_argument("lab")
+    actions.add_parser("demo-filters", help="ReFrame's -n arguments selecting the lab's demo cases, one a line"
+                       ).add_argument("lab")
     actions.add_parser("deviations", help="where the lab departs from its sources (what, the source's value, the "
                        "kit's, why): its file's deviations list (and those of the labs it extends), each step's "
                        "seed_args, the launcher lines, each tool version its toolchain view does not share with "

@@ -54,7 +54,7 @@ def by_hand(lab: dict[str, Any], case: workloads.Case, tool_path: str, inventory
 
 def through_kit(case: workloads.Case, test_class: str) -> tuple[dict[str, float], list[str]]:
     before = set(_run_dirs(case.lab))
-    pattern = f"{test_class}%case={case.name}"
+    pattern = f"^{test_class}_.*{workloads.name_filter(case.name)}"
     subprocess.run([str(KIT_ROOT / "scripts" / "bench"), "-n", pattern], capture_output=True, text=True, check=False)
     new = sorted(set(_run_dirs(case.lab)) - before)
     if not new:

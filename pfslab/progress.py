@@ -17,13 +17,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
+from pfslab.workloads import tool_test
+
 _TOTAL = re.compile(r"^\[=+\] Running (\d+) check")
-_RUN = re.compile(r"^\[ RUN +\] (\S+) %case=(\S+)")
-_DONE = re.compile(r"^\[ +(OK|FAIL|SKIP|ERROR) +\] \( *(\d+)/(\d+)\) (\S+) %case=(\S+)[^\[]*(?:\[(.*)\])?")
+#: A test's name: its class, then its parameters (``%lab=local %workload=ior-n1 %threads=4 ...``).
+_NAME = r"(\S+)((?: %\S+=\S+)+)"
+_RUN = re.compile(r"^\[ RUN +\] " + _NAME)
+_DONE = re.compile(r"^\[ +(OK|FAIL|SKIP|ERROR) +\] \( *(\d+)/(\d+)\) " + _NAME + r"[^\[]*(?:\[(.*)\])?")
 _PERF = re.compile(r"^P: (\S+): (\S+ \S+)")
 #: ReFrame colours a failed figure even under --nocolor.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _WORDS = {"OK": "ok", "FAIL": "FAIL", "SKIP": "skip", "ERROR": "ERROR"}
+
+
+def _test_and_case(test: str, params: str) -> str:
+    """``IOR local/ior-n1/4``: the tool's test (its class name up to the workload) and the
+    case, as lab/workload/point; a log of the kit before its parameters were separate
+    names the case itself (``%case=``)."""
+    values = dict(p.split("=", 1) for p in params.split(" %")[1:])
+    if "case" in values:
+        return f"{test} {values['case']}"
+    point = values.get("threads") or f"{values.get('nodes')}x{values.get('processes')}"
+    return f"{tool_test(test)} {values.get('lab')}/{values.get('workload')}/{point}"
 
 
 def _duration(seconds: float) -> str:
@@ -70,10 +85,10 @@ class Progress:
             self.total = int(announced.group(1))
             out.append(f"{self.total} tests to run")
         elif run := _RUN.match(line):
-            self.current, self.started = f"{run.group(1)} {run.group(2)}", now
+            self.current, self.started = _test_and_case(run.group(1), run.group(2)), now
             out.append(f"({self.done + 1}/{self.total or '?'}) start {self.current}")
         elif end := _DONE.match(line):
-            result, n, of, test, case, why = end.groups()
+            result, n, of, test, params, why = end.groups()
             self.done, self.total = int(n), int(of)
             elapsed = now - self.started if self.current else 0.0
             if result != "SKIP":
@@ -90,7 +105,7 @@ class Progress:
                 # A reason many tests share (a tool missing, the lab down) is said once.
                 reason = " (the same reason)" if why in self.reasons else f" ({why})"
                 self.reasons.add(why)
-            self.pending = f"({n}/{of}) {_WORDS[result]} {test} {case} in {_duration(elapsed)}{reason}{estimate}"
+            self.pending = f"({n}/{of}) {_WORDS[result]} {_test_and_case(test, params)} in {_duration(elapsed)}{reason}{estimate}"
             if result == "SKIP":
                 out.extend(self.flush())
         if out:

@@ -1,6 +1,7 @@
 """The ReFrame side of the kit: one base class every workload test derives from.
 
-A test instance is one *case* (lab, workload, threads, mode). It renders the case's
+A test instance is one *case*: its parameters lab, workload, threads (or nodes and
+processes per node) and mode. It renders the case's
 steps into its job script, keeps every step's raw output, fails on a non-zero exit
 or an incomplete output, and compares each figure with the lab's reference.
 """
@@ -13,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,8 +22,9 @@ from typing import Any, TypeVar
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
+from reframe.core.meta import make_test
 from reframe.utility import typecheck as typ
 
 from pfslab import KIT_ROOT, io500, labs, scheduler, state, thresholds, workloads
@@ -73,24 +76,60 @@ def test_cases(tool: str) -> list[workloads.Case]:
     return workloads.cases(tool, current_labs())
 
 
-Test = TypeVar("Test", bound=type[rfm.RegressionTest])
+Test = TypeVar("Test", bound="type[WorkloadTest]")
 
 
-def simple_test(cls: Test) -> Test:
-    """ReFrame's ``simple_test`` for a workload test that has cases on this system's labs.
+def _class_name(base: str, *parts: str) -> str:
+    # The base has no "_": workloads.tool_test reads it back as the part before the first.
+    return "_".join([base, *(re.sub(r"[^A-Za-z0-9]+", "_", part).strip("_") for part in parts)])
 
-    A tool none of them runs leaves ``case`` empty, which ReFrame takes for an
-    undefined parameter and warns about on every listing: there the test just does not
-    exist. Any other undefined parameter is a mistake ReFrame still reports.
+
+def define_tests(base: Test, tool: str) -> list[Test]:
+    """Register one ReFrame test class per workload of ``tool`` on this system's labs.
+
+    Each class has the parameters lab, workload, its sweep (threads, or nodes and
+    processes per node) and mode, so ``-n '%threads=4%'`` selects as ReFrame users
+    expect. One class per workload because ReFrame's parameter space is the product of
+    its parameters: one class for all workloads held combinations no lab has (99
+    listed tests for 39 cases). Every class's product is exactly its cases
+    (:func:`workloads.cases`); a tool no lab here runs defines no class (no warning,
+    no empty test). The classes go into the test file's module, which ReFrame loads.
     """
-    if cls.param_space.undefined_params() == ["case"]:
-        return cls
-    rfm.simple_test(cls)  # registers the class itself, which it returns
-    return cls
+    points: dict[tuple[str, str, str], list[tuple[int, int | None]]] = {}
+    for case in test_cases(tool):
+        points.setdefault((case.workload, case.mode, case.lab), []).append((case.threads, case.nodes))
+    groups: dict[tuple[str, str, tuple[tuple[int, int | None], ...]], list[str]] = {}
+    for (workload, mode, lab), lab_points in points.items():
+        groups.setdefault((workload, mode, tuple(lab_points)), []).append(lab)
+    defined: list[Test] = []
+    for (workload, mode, sweep), lab_names in groups.items():
+        # Labs that run a workload in another mode or sweep (seen outside ReFrame, where
+        # every lab's cases are expanded) get a class each, named apart.
+        shared = sum(1 for other, _, _ in groups if other == workload) > 1
+        name = _class_name(base.__name__, workload, *((lab_names[0], mode) if shared else ()))
+        body: dict[str, Any] = {"lab": parameter(lab_names), "workload": parameter([workload])}
+        body.update(_sweep_parameters(workload, sweep))
+        body["mode"] = parameter([mode])
+        cls = make_test(name, (base,), body, module=base.__module__)
+        setattr(sys.modules[base.__module__], name, cls)
+        rfm.simple_test(cls)
+        defined.append(cls)
+    return defined
+
+
+def _sweep_parameters(workload: str, sweep: tuple[tuple[int, int | None], ...]) -> dict[str, Any]:
+    """threads, or nodes and processes per node, whose product is the sweep."""
+    if all(nodes is None for _, nodes in sweep):
+        return {"threads": parameter([threads for threads, _ in sweep])}
+    nodes = list(dict.fromkeys(n or 0 for _, n in sweep))
+    processes = list(dict.fromkeys(t // (n or 1) for t, n in sweep))
+    if sorted(sweep, key=str) != sorted(((n * p, n) for n in nodes for p in processes), key=str):
+        raise workloads.WorkloadError(f"workload {workload}: its points {sweep} are not a product of nodes x processes")
+    return {"nodes": parameter(nodes), "processes": parameter(processes)}
 
 
 class WorkloadTest(rfm.RunOnlyRegressionTest):
-    """Base of every workload test; subclasses set ``case = parameter(workloads.cases(TOOL))``."""
+    """Base of every workload test; a test file registers its classes with :func:`define_tests`."""
 
     valid_prog_environs = ["pfslab"]
     valid_systems = ["*"]
@@ -102,46 +141,71 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
     skip_reason = variable(str, value="")
     #: Per figure, where its threshold comes from (or why it has none), for the verdict.
     reference_basis = variable(typ.Dict[str, str], value={})
+    #: The case's name (lab/workload/point), set by the test: the key reports, the verdict
+    #: and stored sessions read (before the parameters were separate, it was the parameter).
+    case = variable(str, value="")
+
+    # The parameters (define_tests): a class has threads, or nodes and processes.
+    lab: str
+    workload: str
+    mode: str
+    threads: int
+    nodes: int | None
+    processes: int
 
     # Set in init: the lab file and the workload of this case.
-    lab: dict[str, Any]
-    workload: dict[str, Any]
+    lab_config: dict[str, Any]
+    workload_config: dict[str, Any]
     rendered: workloads.Rendered
     # ReFrame's variable (its value stays ReFrame's), typed for mypy: a lab with a scheduler sets it.
     num_tasks_per_node: int | None
 
+    @property
+    def spec(self) -> workloads.Case:
+        """The case its parameters make."""
+        if hasattr(self, "processes"):
+            return workloads.Case(self.lab, self.workload, int(self.nodes or 0) * self.processes, self.mode, self.nodes)
+        return workloads.Case(self.lab, self.workload, self.threads, self.mode)
+
     @run_after("init")
     def bind_case(self) -> None:
-        case: workloads.Case = self.case
+        case = self.spec
+        self.case = case.name
+        # Every test has threads and nodes (None: spread over every client), so that a
+        # -E expression over them holds on every test.
+        if hasattr(self, "processes"):
+            self.threads = case.threads
+        else:
+            self.nodes = None
         # Resolved once (the run's copy of the lab, with its layout), not re-read from labs/.
-        self.lab = state.lab(case.lab)
-        self.workload = workloads.find(self.lab, case.workload)
+        self.lab_config = state.lab(case.lab)
+        self.workload_config = workloads.find(self.lab_config, case.workload)
         self.valid_systems = [f"{labs.system_name(case.lab)}:clients"]
         where = f"{case.threads} threads" if case.nodes is None else f"{case.nodes} nodes x {case.threads // case.nodes} processes"
-        self.descr = f"{self.workload.get('title', case.workload)} on {case.lab}, {where} ({case.mode})"
-        self.tags = {"pfslab", case.lab, self.workload["tool"], self.workload["pattern"], case.mode}
+        self.descr = f"{self.workload_config.get('title', case.workload)} on {case.lab}, {where} ({case.mode})"
+        self.tags = {"pfslab", case.lab, self.workload_config["tool"], self.workload_config["pattern"], case.mode}
         owner, _, _ = case.workload.rpartition("/")
         if owner:
             # A seed's workload shape run on this lab (`imports`): `-T imported` leaves them out.
             self.tags |= {"imported", owner}
-        self.time_limit = workloads.time_limit(self.lab, self.workload, case.mode)
+        self.time_limit = workloads.time_limit(self.lab_config, self.workload_config, case.mode)
         self.num_tasks = case.threads
         self.num_tasks_per_node = None
 
     # ---- setup ---------------------------------------------------------------------
 
     def _clients(self) -> tuple[list[workloads.Client], dict[str, Any] | None]:
-        case: workloads.Case = self.case
+        case = self.spec
         inventory = state.inventory(case.lab) if state.active_lab() == case.lab else None
         if inventory is not None:
             by_name = {n["name"]: n for n in inventory["nodes"]}
             return [workloads.Client(c, by_name[c]["address"]) for c in inventory["clients"]], inventory
         # Not provisioned (a seed lab's dry run): the client names stand in, in node order.
-        return [workloads.Client(n["name"], n["name"]) for n in labs.client_nodes(self.lab)], None
+        return [workloads.Client(n["name"], n["name"]) for n in labs.client_nodes(self.lab_config)], None
 
     @run_after("setup")
     def prepare_job(self) -> None:
-        case: workloads.Case = self.case
+        case = self.spec
         clients, inventory = self._clients()
         if inventory is None and not self.is_dry_run():
             self._skip(f"lab {case.lab} is not up; run 'make lab-up LAB={case.lab}'")
@@ -149,20 +213,20 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         if unhealthy:
             self._skip(f"lab unhealthy since {unhealthy['since']}: {unhealthy['detail']}; "
                        f"fix it ('make lab-status' shows it, 'make lab-up' restarts what stopped), then run again")
-        fs_type = self.lab["filesystem"]["type"]
-        if fs_type not in self.workload.get("filesystems", [fs_type]):
+        fs_type = self.lab_config["filesystem"]["type"]
+        if fs_type not in self.workload_config.get("filesystems", [fs_type]):
             self._skip(
-                f"workload {case.workload} runs on {', '.join(self.workload['filesystems'])} only; "
+                f"workload {case.workload} runs on {', '.join(self.workload_config['filesystems'])} only; "
                 f"lab {case.lab} is {fs_type}"
             )
-        tool = self.workload["tool"]
+        tool = self.workload_config["tool"]
         executable = workloads.EXECUTABLES.get(tool, tool)
         if inventory is None:
             # A dry run for a lab elsewhere: its nodes find the tool on their own
             # path (the toolchain view), not where this machine has it.
             tool_path = executable
         else:
-            found = shutil.which(executable, path=tool_search_path(self.lab))
+            found = shutil.which(executable, path=tool_search_path(self.lab_config))
             if found is None:
                 self._skip(
                     f"{executable} is not installed: not found in PFSLAB_TOOL_PATH, the toolchain view or PATH "
@@ -170,35 +234,35 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                     f"or set PFSLAB_TOOL_PATH)"
                 )
             tool_path = found or executable
-        mount = self.lab["filesystem"]["mount"]
-        scratch = self.scratch_root or f"{mount}/{labs.setting(self.lab, 'benchmark.scratch')}"
+        mount = self.lab_config["filesystem"]["mount"]
+        scratch = self.scratch_root or f"{mount}/{labs.setting(self.lab_config, 'benchmark.scratch')}"
         scratch_dir = f"{scratch}/{case.workload}-t{case.threads}-{uuid.uuid4().hex[:8]}"
         # A provisioned lab's inventory carries its launcher; a dry run takes the one its
         # plan would give it, so the job scripts export what the real run would (RSH,
         # MCA settings; a remote lab's login node launching over scripts/lab-rsh).
-        launcher = (inventory or {}).get("launcher") or launcher_of.for_dry_run(self.lab)
+        launcher = (inventory or {}).get("launcher") or launcher_of.for_dry_run(self.lab_config)
         ctx = workloads.Context(
             clients=clients,
             scratch_dir=scratch_dir,
             work_dir=self.stagedir,
             tool_path=tool_path,
             iozone_master=launcher.get("master_address"),
-            hostfile_slots=self.lab.get("launcher", {}).get("hostfile_slots", True),
+            hostfile_slots=self.lab_config.get("launcher", {}).get("hostfile_slots", True),
             # A remote lab's stage is on its login node only: ranks on the other clients
             # write their own outputs into the run's scratch in the file system.
-            rank_dir=None if self.lab.get("target", "local") == "local" else scratch_dir,
-            scheduler_launcher=scheduler.launcher(self.lab),
+            rank_dir=None if self.lab_config.get("target", "local") == "local" else scratch_dir,
+            scheduler_launcher=scheduler.launcher(self.lab_config),
         )
-        self.rendered = workloads.render(self.lab, case, ctx)
+        self.rendered = workloads.render(self.lab_config, case, ctx)
         for name, content in self.rendered.files.items():
             Path(self.stagedir, name).write_text(content)
-        self.env_vars.update(scheduler.job_env(self.lab, launcher.get("env", {})))
-        if scheduler.kind(self.lab) is not None:
+        self.env_vars.update(scheduler.job_env(self.lab_config, launcher.get("env", {})))
+        if scheduler.kind(self.lab_config) is not None:
             self._ask_for_allocation(len(clients))
         if inventory is not None:
             # mpirun from the same view as the tool (benchmark.toolchain): the seed view's
             # IOR 3.3.0 is built against its Open MPI 4.1.8, not the default view's 5.0.8.
-            self.env_vars["PATH"] = tool_search_path(self.lab)
+            self.env_vars["PATH"] = tool_search_path(self.lab_config)
         self.env_vars["PFSLAB_ROOT"] = str(KIT_ROOT)
         self._write_job(scratch_dir)
         self.keep_files = list(self.rendered.files) + [
@@ -215,7 +279,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         """One batch job holds the case's nodes and ranks (its #SBATCH lines); the steps
         start their ranks inside it (workloads.Context.scheduler_launcher), so the job's
         last line, the steps' status, runs on the batch node as it is, not under srun."""
-        case: workloads.Case = self.case
+        case = self.spec
         nodes = workloads.nodes_used((case.threads, case.nodes), clients)
         self.num_tasks = case.threads
         # At most this many on a node (sbatch: --ntasks wins, --ntasks-per-node is a ceiling):
@@ -230,7 +294,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         self.skip(reason)
 
     def _write_job(self, scratch_dir: str) -> None:
-        drops = self.lab.get("os_tuning", {}).get("drop_caches", "never")
+        drops = self.lab_config.get("os_tuning", {}).get("drop_caches", "never")
         lines = list(JOB_PRELUDE)
         lines.append(f"mkdir -p {shlex.quote(scratch_dir)}")
         if drops in ("between-runs", "between-phases"):
@@ -249,7 +313,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         self.executable = 'exit "$pfslab_status"'
 
     def _set_references(self) -> None:
-        case: workloads.Case = self.case
+        case = self.spec
         judge = thresholds.for_lab(case.lab)
         table: dict[str, tuple[float, float | None, float | None, str]] = {}
         for op in self._measured():
@@ -279,7 +343,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             if not os.path.isfile(path) or os.path.getsize(path) == 0:
                 raise ParseError(f"step {n} wrote nothing to {os.path.basename(path)}")
             with open(path, errors="replace") as handle:
-                results.append(parse_text(self.workload["tool"], handle.read()))
+                results.append(parse_text(self.workload_config["tool"], handle.read()))
         return results[0] if len(results) == 1 else _sum_results(results)
 
     def _samples(self) -> dict[str, tuple[str, list[float]]]:
@@ -303,7 +367,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             if n not in seen:
                 raise SanityError(f"step {n} did not run (see rfm_job.out and rfm_job.err)")
             if seen[n] != 0:
-                raise SanityError(f"step {n} ({self.workload['tool']}) exited with status {seen[n]}")
+                raise SanityError(f"step {n} ({self.workload_config['tool']}) exited with status {seen[n]}")
             if step.prepare:
                 continue
             try:
@@ -338,7 +402,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
     def define_figures(self) -> None:
         if self.is_dry_run():
             return  # nothing ran: no figures
-        case: workloads.Case = self.case
+        case = self.spec
         table = self.reference.get(f"{labs.system_name(case.lab)}:clients", {})
         judge = thresholds.for_lab(case.lab)
         native_units = {op: unit for op, (unit, _) in self._samples().items()}

@@ -6,7 +6,8 @@ lab that is provisioned elsewhere (cloud, bare metal), so ``--dry-run --system
 Every run goes to its own ``build/runs/<lab>/<timestamp>/`` with its JSON report and
 its JUnit report; an invocation that runs no test (``-l``, ``--describe`` ...) makes no
 directory. ReFrame also stores every run in one results database per checkout
-(:data:`RESULTS_DB`), where ``make compare`` reads it back.
+(:data:`RESULTS_DB`), where ``make compare`` reads it back. ``--mode quick|full``
+picks the sweep the tests expand (as PFSLAB_MODE does; the command line wins).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, labs, scheduler, state
+from pfslab import KIT_ROOT, labs, scheduler, state, workloads
 
 NO_LAB = "nolab"
 PARTITION = "clients"
@@ -49,6 +50,27 @@ def runs_tests(argv: Sequence[str]) -> bool:
         if len(token) >= 2 and token[0] == "-" and token[1] in "lL":
             return False
     return True
+
+
+def mode_of(argv: Sequence[str]) -> str | None:
+    """The ``--mode`` ReFrame's command line names, if it names one of the kit's modes."""
+    for n, token in enumerate(argv):
+        if token == "--mode" and n + 1 < len(argv):
+            value = argv[n + 1]
+        elif token.startswith("--mode="):
+            value = token.split("=", 1)[1]
+        else:
+            continue
+        return value if value in workloads.MODES else None
+    return None
+
+
+def _modes() -> list[dict[str, Any]]:
+    """quick and full as ReFrame modes. A mode is a different sweep (other thread counts,
+    other sizes), that is other parameter values, and ReFrame applies a mode's options
+    only after the test files defined their parameters; so :func:`build` reads
+    ``--mode`` itself, as PFSLAB_MODE, and the mode adds no option of its own."""
+    return [{"name": mode, "options": []} for mode in workloads.MODES]
 
 
 def run_dir(lab: str) -> Path:
@@ -94,10 +116,15 @@ def _system(name: str, descr: str, hostnames: list[str], partition: dict[str, An
 
 def build(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """The configuration for ReFrame's command line ``argv`` (default: this process's)."""
+    argv = sys.argv[1:] if argv is None else argv
+    mode = mode_of(argv)
+    if mode is not None:
+        # Read by workloads.lab_mode as the test files expand their cases, after this.
+        os.environ["PFSLAB_MODE"] = mode
     active = state.active_lab()
     inventory = state.inventory(active) if active else None
     runs = run_dir(active if active and inventory else NO_LAB)
-    running = runs_tests(sys.argv[1:] if argv is None else argv)
+    running = runs_tests(argv)
     if running:
         runs.mkdir(parents=True, exist_ok=True)
     systems: list[dict[str, Any]] = []
@@ -125,6 +152,7 @@ def build(argv: Sequence[str] | None = None) -> dict[str, Any]:
     return {
         "systems": systems,
         "environments": [{"name": "pfslab", "target_systems": ["*"]}],
+        "modes": _modes(),
         "general": [
             {
                 "check_search_path": [str(KIT_ROOT / "reframe")],

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab.workloads import parse_case_name
+from pfslab.workloads import parse_case_name, tool_test
 from pfslab.errors import KitError
 
 
@@ -87,7 +87,7 @@ def rows(report: dict[str, Any]) -> list[Row]:
     dry = is_dry_run(report)
     for tc in final_testcases(report):
         workload, threads, point = _case_parts(tc.get("case"), tc["name"])
-        test = tc["name"].split(" ")[0]
+        test = tool_test(tc["name"].split(" ")[0])
         result = tc.get("result")
         perf = tc.get("perfvalues") or {}
         if result == "skip":

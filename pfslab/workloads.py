@@ -53,6 +53,30 @@ class Case:
         return self.name.rsplit("/", 1)[1]
 
 
+def name_filter(case_name: str) -> str:
+    """A ReFrame ``-n`` pattern selecting exactly one case (``lab/workload/4`` or ``.../8x2``)
+    by its parameters. ReFrame matches a test's name without its spaces
+    (``IOR_ior_n1%lab=local%workload=ior-n1%threads=4%mode=quick``): the ``%`` after the
+    point keeps threads=4 from matching 48, and any mode, or a ``-P`` variable after it, matches."""
+    lab, workload, threads, nodes = parse_case_name(case_name)
+    point = f"%threads={threads}" if nodes is None else f"%nodes={nodes}%processes={threads // nodes}"
+    return f"%lab={re.escape(lab)}%workload={re.escape(workload)}{point}%"
+
+
+def tool_test(class_name: str) -> str:
+    """The tool's test a ReFrame test class is of: its name up to the workload
+    (``IOR_ior_n1`` is IOR's; pfslab.rfm.define_tests names them so)."""
+    return class_name.split("_", 1)[0]
+
+
+def demo_filters(lab: dict[str, Any]) -> list[str]:
+    """ReFrame's arguments selecting the lab's ``benchmark.demo`` cases (``workload/point``): one ``-n`` each."""
+    entries = labs.setting(lab, "benchmark.demo")
+    if not entries:
+        raise WorkloadError(f"lab {lab['name']} lists no demo cases (benchmark.demo)")
+    return [arg for entry in entries for arg in ("-n", name_filter(f"{lab['name']}/{entry}"))]
+
+
 def parse_case_name(name: str) -> tuple[str, str, int, int | None]:
     """(lab, workload, threads, nodes) from a case name: ``lab/workload/4`` or ``lab/lab2/workload/8x4``."""
     lab, _, rest = name.partition("/")

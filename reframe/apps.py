@@ -4,16 +4,18 @@ Measured as completion time (lower is better), as the study argues real workload
 should be: "measuring overall system performance (measured in completion time ...)".
 """
 
-from reframe.core.builtins import parameter
+import reframe  # noqa: F401  ReFrame loads only the files that import it
 
-from pfslab.rfm import WorkloadTest, simple_test, test_cases
+from pfslab.rfm import WorkloadTest, define_tests
 
 
-@simple_test
 class IOShell(WorkloadTest):
-    case = parameter(test_cases("ioshell"), fmt=lambda c: c.name)
+    """io_shell mesh copies, a test per workload (``IOShell_<workload>``)."""
 
 
-@simple_test
 class LAMMPS(WorkloadTest):
-    case = parameter(test_cases("lammps"), fmt=lambda c: c.name)
+    """LAMMPS dumps, a test per workload (``LAMMPS_<workload>``)."""
+
+
+define_tests(IOShell, "ioshell")
+define_tests(LAMMPS, "lammps")

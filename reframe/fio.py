@@ -1,10 +1,12 @@
 """fio workloads: random small blocks at a queue depth, one file per thread, one fio per node."""
 
-from reframe.core.builtins import parameter
+import reframe  # noqa: F401  ReFrame loads only the files that import it
 
-from pfslab.rfm import WorkloadTest, simple_test, test_cases
+from pfslab.rfm import WorkloadTest, define_tests
 
 
-@simple_test
 class Fio(WorkloadTest):
-    case = parameter(test_cases("fio"), fmt=lambda c: c.name)
+    """Each workload of the labs here is a test of its own (``Fio_<workload>``)."""
+
+
+define_tests(Fio, "fio")

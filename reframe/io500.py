@@ -7,25 +7,28 @@ it as not list-valid). A run broken in any other way fails its test.
 
 import json
 
-from reframe.core.builtins import parameter, variable
+from reframe.core.builtins import variable
 
 from pfslab import io500, workloads
 from pfslab.results import ParseError
-from pfslab.rfm import WorkloadTest, simple_test, test_cases
+from pfslab.rfm import WorkloadTest, define_tests
 
 
-@simple_test
 class IO500(WorkloadTest):
-    case = parameter(test_cases("io500"), fmt=lambda c: c.name)
+    """IO500 runs, a test per workload (``IO500_<workload>``)."""
+
     #: The run in IO500's terms (phases, scores, validity) as JSON, for the report.
     io500_summary = variable(str, value="")
 
     def _parse_step(self, n, step):
         parsed = super()._parse_step(n, step)
-        case = self.case
-        wall = io500.stonewall(workloads.sizes_for(self.workload, case.mode), case.mode, case.workload)
+        case = self.spec
+        wall = io500.stonewall(workloads.sizes_for(self.workload_config, case.mode), case.mode, case.workload)
         why = io500.judge_run(parsed.details, case.mode, wall)
         if why is not None:
             raise ParseError(why)
         self.io500_summary = json.dumps(io500.summary(parsed.details, case.mode, wall))
         return parsed
+
+
+define_tests(IO500, "io500")

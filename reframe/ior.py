@@ -1,10 +1,12 @@
 """IOR workloads: N-1 (single shared file) and N-N sequential throughput, over MPI."""
 
-from reframe.core.builtins import parameter
+import reframe  # noqa: F401  ReFrame loads only the files that import it
 
-from pfslab.rfm import WorkloadTest, simple_test, test_cases
+from pfslab.rfm import WorkloadTest, define_tests
 
 
-@simple_test
 class IOR(WorkloadTest):
-    case = parameter(test_cases("ior"), fmt=lambda c: c.name)
+    """Each workload of the labs here is a test of its own (``IOR_<workload>``)."""
+
+
+define_tests(IOR, "ior")

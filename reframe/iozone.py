@@ -1,10 +1,12 @@
 """IOzone workloads: sequential N-N throughput and random small blocks (cluster mode -+m)."""
 
-from reframe.core.builtins import parameter
+import reframe  # noqa: F401  ReFrame loads only the files that import it
 
-from pfslab.rfm import WorkloadTest, simple_test, test_cases
+from pfslab.rfm import WorkloadTest, define_tests
 
 
-@simple_test
 class IOzone(WorkloadTest):
-    case = parameter(test_cases("iozone"), fmt=lambda c: c.name)
+    """Each workload of the labs here is a test of its own (``IOzone_<workload>``)."""
+
+
+define_tests(IOzone, "iozone")

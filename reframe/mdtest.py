@@ -1,10 +1,12 @@
 """mdtest workloads: metadata rates for empty and small files and directory trees, over MPI."""
 
-from reframe.core.builtins import parameter
+import reframe  # noqa: F401  ReFrame loads only the files that import it
 
-from pfslab.rfm import WorkloadTest, simple_test, test_cases
+from pfslab.rfm import WorkloadTest, define_tests
 
 
-@simple_test
 class Mdtest(WorkloadTest):
-    case = parameter(test_cases("mdtest"), fmt=lambda c: c.name)
+    """Each workload of the labs here is a test of its own (``Mdtest_<workload>``)."""
+
+
+define_tests(Mdtest, "mdtest")

@@ -21,8 +21,10 @@ setup() {
   ln -s "$REPO/.venv/bin/pfslab" "$KIT/.venv/bin/pfslab"
   cat >"$KIT/.venv/bin/reframe" <<'EOF'
 #!/bin/bash
+printf '%s\n' "$*" >>"$PFSLAB_ROOT/reframe.args"
+[[ ! -s $PFSLAB_RUN_DIR/provenance.json ]] || cp "$PFSLAB_RUN_DIR/provenance.json" "$PFSLAB_ROOT/provenance.as-recorded"
 for arg; do
-  [[ $arg == -l ]] && { echo "- Fio %case=local/fio-rand4k-t1 /0123abcd"; exit 0; }
+  [[ $arg == -l ]] && { echo "- Fio_fio_rand4k %lab=local %workload=fio-rand4k %threads=1 %mode=quick /0123abcd"; exit 0; }
 done
 cp -r "$RECORDED"/. "$PFSLAB_RUN_DIR/"
 echo "[  PASSED  ] Ran 1/1 test case(s)"
@@ -55,4 +57,16 @@ bench_of() {
   bench_of local-mixed-verdicts
   assert_failure 1
   assert_output --partial "verdict: FAIL"
+}
+
+@test "bench --demo and --mode: ReFrame selects the lab's demo cases by their parameters, the run records the mode" {
+  RECORDED=$REPO/tests/fixtures/runs/local-calibrated-demo run "$KIT/scripts/bench" --demo --mode full
+  assert_success
+  run tail -n 1 "$KIT/reframe.args"
+  assert_output --partial "-n %lab=local%workload=ior\\-n1%threads=2% "
+  assert_output --partial "-n %lab=local%workload=cephfs\\-stria/lammps\\-dump%nodes=2%processes=1% "
+  assert_output --partial "--mode full"
+  # (the recorded run then replaces provenance.json with its own)
+  run jq -r .mode "$KIT/provenance.as-recorded"
+  assert_output full
 }

@@ -168,7 +168,7 @@ derive_lab() {
 @test "reframe --dry-run --system <seed lab> writes that lab's job script with no lab up" {
   run env PFSLAB_ROOT="$KIT" RFM_CONFIG_FILES="$KIT/reframe/config/settings.py" \
     "$REPO/.venv/bin/reframe" -c "$KIT/reframe/" --dry-run --system pixstor-capex --nocolor \
-    -n 'IOR%case=pixstor-capex/ior-n1/16$'
+    -n 'IOR.*%lab=pixstor-capex%workload=ior-n1%threads=16%'
   assert_success
   assert_output --partial "Ran 1/1 test case(s)"
   run find "$KIT/build/runs" -name rfm_job.sh -path '*pixstor-capex*'

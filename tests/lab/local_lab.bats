@@ -77,7 +77,7 @@ benchmark_processes() { pgrep -af '(^|/)(ior|mdtest|fio|iozone|lmp|io_shell|orte
 
 # A subset that runs in about half a minute: the baselines, the passing runs and the
 # starved run all measure these same figures.
-SUBSET=(-n 'IOzone%case=local/iozone-seq/2$' -n 'Fio%case=local/fio-rand4k/2$')
+SUBSET=(-n 'IOzone_.*%lab=local%workload=iozone-seq%threads=2%' -n 'Fio_.*%lab=local%workload=fio-rand4k%threads=2%')
 
 @test "lab-up reaches HEALTH_OK in at most 60 s, then calibrates its thresholds on this machine" {
   start_ps_sampler

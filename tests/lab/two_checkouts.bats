@@ -18,7 +18,7 @@ B_BRIDGE=pfslab1
 B_SUBNET=10.98.0.0/24
 # One small test: two IOzone threads in cluster mode, one per client node, started
 # through nsrsh (RSH) ($$: make passes REFRAME_ARGS on).
-ONE_TEST="-n 'IOzone%case=local/iozone-seq/2\$\$'"
+ONE_TEST="-n 'IOzone_.*%lab=local%workload=iozone-seq%threads=2%'"
 
 setup_file() {
   [[ $(id -u) -eq 0 ]] || { skip_file "the local lab needs root"; return 0; }

@@ -105,3 +105,23 @@ def test_a_skip_reason_many_tests_share_is_said_once() -> None:
     beegfs = [line for line in out if "beegfs-medium/ior-n1" in line and " skip " in line]
     assert "(workload beegfs-medium/ior-n1 runs on beegfs only; lab local is cephfs)" in beegfs[0]
     assert all("(the same reason)" in line for line in beegfs[1:]) and len(beegfs) == 3
+
+
+def test_a_test_with_separate_parameters_is_shown_as_its_tool_and_case() -> None:
+    """The test's name since its parameters are separate: the tool and lab/workload/point."""
+    out, _ = lines_of("\n".join([
+        "[==========] Running 2 check(s)",
+        "[ RUN      ] Fio_fio_rand4k %lab=local %workload=fio-rand4k %threads=2 %mode=quick /6c609c4b @local:clients+pfslab",
+        "[       OK ] (1/2) Fio_fio_rand4k %lab=local %workload=fio-rand4k %threads=2 %mode=quick /6c609c4b "
+        "@local:clients+pfslab",
+        "P: write_iops: 10.331944 IOPS (r:0, l:None, u:None)",
+        "[ RUN      ] IOR_x %lab=cephfs-stria %workload=x %nodes=8 %processes=2 %mode=quick "
+        "%.scratch_root=/a /7c609c4b @s:clients+pfslab",
+        "[     SKIP ] (2/2) IOR_x %lab=cephfs-stria %workload=x %nodes=8 %processes=2 %mode=quick "
+        "%.scratch_root=/a /7c609c4b @s:clients+pfslab [lab cephfs-stria is not up]",
+    ]))
+    assert "(1/2) start Fio local/fio-rand4k/2" in out
+    assert any(line.startswith("(1/2) ok Fio local/fio-rand4k/2 in ") and "write_iops 10.33 IOPS" in line for line in out), out
+    assert "(2/2) start IOR cephfs-stria/x/8x2" in out
+    assert any(line.startswith("(2/2) skip IOR cephfs-stria/x/8x2 in ") and "(lab cephfs-stria is not up)" in line
+               for line in out), out

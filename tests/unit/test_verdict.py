@@ -89,3 +89,13 @@ def test_rows_skipped_because_the_lab_failed_point_to_the_summary() -> None:
     text = verdict.table([row], {"state": "unhealthy", "detail": detail})
     assert "skip: the lab was unhealthy (see the last line)" in text.splitlines()[1]
     assert text.splitlines()[-1].endswith(f"lab unhealthy during the run: {detail})")
+
+
+@pytest.mark.parametrize("name", ["IOR_ior_n1 %lab=local %workload=ior-n1 %threads=4 %mode=quick",
+                                  "IOR %case=local/ior-n1/4"])
+def test_a_row_names_the_tools_test_and_the_case_in_either_naming(name: str) -> None:
+    """Since the parameters are separate a test is IOR_<workload>; a report stored before
+    names it IOR with one case parameter: both read as IOR, ior-n1, 4 threads."""
+    tc = {"name": name, "unique_name": "x", "case": "local/ior-n1/4", "result": "skip", "skip_reason": "not up"}
+    (row,) = verdict.rows({"runs": [{"testcases": [tc]}]})
+    assert (row.test, row.workload, row.threads, row.point, row.verdict) == ("IOR", "ior-n1", 4, "4", "skip")
