@@ -24,7 +24,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 from reframe.core.exceptions import SanityError
 from reframe.utility import typecheck as typ
 
-from pfslab import KIT_ROOT, io500, labs, scheduler, state, thresholds, workloads
+from pfslab import KIT_ROOT, io500, labs, registry, scheduler, state, thresholds, workloads
 from pfslab import launcher as launcher_of
 from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
@@ -186,7 +186,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             hostfile_slots=self.lab.get("launcher", {}).get("hostfile_slots", True),
             # A remote lab's stage is on its login node only: ranks on the other clients
             # write their own outputs into the run's scratch in the file system.
-            rank_dir=None if self.lab.get("target", "local") == "local" else scratch_dir,
+            rank_dir=None if registry.target_of(self.lab).namespaces else scratch_dir,
             scheduler_launcher=scheduler.launcher(self.lab),
         )
         self.rendered = workloads.render(self.lab, case, ctx)
