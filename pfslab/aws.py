@@ -274,6 +274,13 @@ class Leftovers:
     foreign: list[Resource]
 
 
+def is_resolved_lab(lab: dict[str, Any]) -> bool:
+    """A lab resolved for AWS with its instance block (pfslab lab show LAB --instance):
+    what the sweep and the leftover check need. This module is the AWS target's adapter,
+    so it alone may know the target's name."""
+    return lab.get("target") == "aws" and "instance" in lab
+
+
 def lab_tags(lab: dict[str, Any]) -> dict[str, str]:
     """The tags that say a resource is this lab's and this owner's (a resolved lab)."""
     return {"lab": str(lab["name"]), "owner": str(lab["instance"]["owner"])}

@@ -97,10 +97,10 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             if args.target not in registry.targets():
                 raise UsageError(f"target {args.target!r} is not one of {', '.join(registry.targets())}")
             lab = labs.with_defaults(lab, args.target)
-        from pfslab import instance, layout
+        from pfslab import instance, layout, registry
 
         if args.bridge or args.subnet:
-            if lab["target"] != "local":
+            if not registry.target_of(lab).namespaces:
                 raise UsageError(f"BRIDGE and SUBNET are settings of a local lab; lab {lab['name']} runs on {lab['target']}")
             lab = instance.apply_local(lab, args.bridge, args.subnet)
             errors = labs.validate(lab, lab["name"])
@@ -442,11 +442,13 @@ def _add_progress(sub: Subparsers) -> None:
 # ---- aws ------------------------------------------------------------------------------
 
 def _read_lab(path: str) -> dict[str, Any]:
+    from pfslab import aws
+
     try:
         lab: dict[str, Any] = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path} is not a readable resolved lab ({exc})") from exc
-    if not isinstance(lab, dict) or lab.get("target") != "aws" or "instance" not in lab:
+    if not isinstance(lab, dict) or not aws.is_resolved_lab(lab):
         raise UsageError(f"{path} is not a lab resolved for target aws with its instance (pfslab lab show LAB --instance)")
     return lab
 

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, names
+from pfslab import KIT_ROOT, names, registry
 from pfslab.errors import KitError
 
 #: The key of a resolved lab that holds its instance.
@@ -110,10 +110,10 @@ def with_instance(lab: dict[str, Any], environ: dict[str, str] | None = None, ro
     out = dict(lab)
     nodes = [n["name"] for n in lab.get("derived", {}).get("nodes", [])]
     out[KEY] = describe(lab["name"], owner(lab, environ), root, nodes)
-    # A site lab whose storage is this checkout's local lab (the shipped example) names
-    # that lab's mount the same way.
-    site = lab.get("targets", {}).get(lab["target"], {})
-    if (target or lab["target"]) == "local" or (lab["target"] == "site" and site.get("checkout_mount")):
+    # A lab whose storage is this checkout's local lab (checkout_mount: the shipped site
+    # example) names that lab's mount the same way.
+    settings = lab.get("targets", {}).get(lab["target"], {})
+    if registry.targets()[target or lab["target"]].namespaces or settings.get("checkout_mount"):
         out["filesystem"] = {**lab["filesystem"], "mount": names.mount_path(lab["filesystem"]["mount"], out[KEY]["checkout"])}
     return out
 

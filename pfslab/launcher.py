@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pfslab import registry
 from pfslab.registry import REGISTRY_DIR
 
 LAUNCHER_FILE = REGISTRY_DIR / "launcher.json"
@@ -33,6 +34,6 @@ def remote(lab: dict[str, Any], kit: str = NODE_KIT_ROOT) -> dict[str, Any]:
 
 def for_dry_run(lab: dict[str, Any]) -> dict[str, Any]:
     """The launcher a dry run's job scripts use: a remote lab's as above, else the lab file's."""
-    if lab.get("target", "local") == "local":
+    if registry.target_of(lab).namespaces:
         return dict(lab.get("launcher", {}))
     return remote(lab)

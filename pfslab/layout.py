@@ -81,7 +81,7 @@ def _exposure(lab: dict[str, Any], target: str) -> str:
     settings = lab.get("targets", {}).get(target, {})
     if "public_ip" in settings:
         return str(settings["public_ip"])
-    if target == "baremetal" and settings.get("login_address"):
+    if settings.get("login_address"):
         return "login"
     return "none"
 
@@ -101,7 +101,8 @@ def derive(lab: dict[str, Any], target: str | None = None) -> dict[str, Any]:
     target = target or lab["target"]
     subnet = ipaddress.ip_network(lab["network"]["subnet"])
     first = int(lab["network"]["first_address"])
-    hosts: dict[str, str] = lab.get("targets", {}).get("baremetal", {}).get("hosts", {}) if target == "baremetal" else {}
+    # Existing hosts (bare metal's targets.baremetal.hosts): no other target's settings have hosts.
+    hosts: dict[str, str] = lab.get("targets", {}).get(target, {}).get("hosts", {})
     out: list[dict[str, Any]] = []
     next_osd = 0
     entry = login(lab)
@@ -176,7 +177,7 @@ def export(directory: Path) -> int:
             shown = instance.with_instance(resolved(labs.with_defaults(lab, target), target), EXPORT_ENV, EXPORT_ROOT,
                                            target)
             path.write_text(json.dumps(shown, indent=2) + "\n")
-            mapped = target == "local" or target in written
+            mapped = registry.targets()[target].namespaces or target in written
             pairs[f"{name}/{target}"] = {
                 "file": path.name, "target": target, "mapped": mapped, "planned": target == lab["target"] or target in written,
             }

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT
+from pfslab import KIT_ROOT, registry
 
 
 def _cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
@@ -109,7 +109,7 @@ def declared_facts(lab: dict[str, Any]) -> dict[str, Any]:
 
 
 def facts_for(lab: dict[str, Any]) -> dict[str, Any]:
-    return host_facts() if lab.get("target") == "local" else declared_facts(lab)
+    return host_facts() if registry.target_of(lab).namespaces else declared_facts(lab)
 
 
 def fingerprint(facts: dict[str, Any]) -> str:

@@ -75,6 +75,9 @@ class Target:
     remote: bool
     terraform_root: str
     settings: dict[str, Any]
+    #: The nodes are network namespaces of this host (target local): what the kit does
+    #: differently for them asks this, never the target's name.
+    namespaces: bool
     #: False: the storage, nodes and scheduler are already there (target site); lab-up
     #: only checks them and there is no Terraform root to plan.
     provisions: bool = True
@@ -132,7 +135,7 @@ def _load_target(path: Path) -> Target:
     if f"{name}_target" not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
     return Target(name, doc["title"], doc["remote"], doc.get("terraform_root", ""), doc["settings"],
-                  doc.get("provisions", True))
+                  doc["namespaces"], doc.get("provisions", True))
 
 
 @lru_cache(maxsize=4)
@@ -142,6 +145,15 @@ def targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:
     if not found:
         raise RegistryError(f"{directory}: no target file (registry/targets/<target>.json)")
     return found
+
+
+def target_of(lab: dict[str, Any]) -> Target:
+    """The registry entry of the target ``lab`` runs on (its ``target``)."""
+    known = targets()
+    name = lab.get("target")
+    if name not in known:
+        raise RegistryError(f"lab {lab.get('name', '?')}: target {name!r} is not one of {', '.join(known)}")
+    return known[str(name)]
 
 
 def _load_scheduler(path: Path) -> Scheduler:

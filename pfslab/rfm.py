@@ -27,7 +27,7 @@ from reframe.core.exceptions import SanityError
 from reframe.core.meta import make_test
 from reframe.utility import typecheck as typ
 
-from pfslab import KIT_ROOT, io500, labs, scheduler, state, thresholds, workloads
+from pfslab import KIT_ROOT, io500, labs, registry, scheduler, state, thresholds, workloads
 from pfslab import launcher as launcher_of
 from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
@@ -250,7 +250,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             hostfile_slots=self.lab_config.get("launcher", {}).get("hostfile_slots", True),
             # A remote lab's stage is on its login node only: ranks on the other clients
             # write their own outputs into the run's scratch in the file system.
-            rank_dir=None if self.lab_config.get("target", "local") == "local" else scratch_dir,
+            rank_dir=None if registry.target_of(self.lab_config).namespaces else scratch_dir,
             scheduler_launcher=scheduler.launcher(self.lab_config),
         )
         self.rendered = workloads.render(self.lab_config, case, ctx)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, labs, scheduler, state, workloads
+from pfslab import KIT_ROOT, labs, registry, scheduler, state, workloads
 
 NO_LAB = "nolab"
 PARTITION = "clients"
@@ -137,7 +137,7 @@ def build(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if name == active:
             continue
         lab = labs.load(name)
-        if lab["target"] == "local" and scheduler.kind(lab) is None:
+        if registry.target_of(lab).namespaces and scheduler.kind(lab) is None:
             # A local lab only exists once it is up; one with a scheduler has a dry-run
             # system, so its batch job scripts can be read before it is.
             continue

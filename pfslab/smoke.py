@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from pfslab import distribution, io500, ior_options, iozone_options, labs, mpi_options, state, toolchain, workloads
+from pfslab import distribution, io500, ior_options, iozone_options, labs, mpi_options, registry, state, toolchain, workloads
 from pfslab.units import parse_size
 
 #: Ranks (MPI) or threads (IOzone, fio jobs) a smoke runs at most.
@@ -308,7 +308,7 @@ def plan_lab(name: str, work_dir: str, scratch_dir: str, tool_paths: dict[str, s
                 tool_path=tool_paths.get(tool, workloads.EXECUTABLES.get(tool, tool)),
                 iozone_master=launcher.get("master_address"),
                 hostfile_slots=lab.get("launcher", {}).get("hostfile_slots", True),
-                rank_dir=None if lab.get("target", "local") == "local" else scratch_dir,
+                rank_dir=None if registry.target_of(lab).namespaces else scratch_dir,
             )
             rendered = workloads.render(lab, case, ctx)
             for n, step in enumerate(rendered.steps, start=1):

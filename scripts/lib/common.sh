@@ -220,6 +220,10 @@ lab_field() {
 # Whether the target's nodes are machines reached over SSH (registry/targets/<target>.json).
 target_remote() { [[ $(jq -r .remote "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
 
+# Whether the target's nodes are network namespaces of this host (target local): what
+# the kit does differently for them asks this, never the target's name.
+target_namespaces() { [[ $(jq -r .namespaces "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+
 # Whether the kit provisions and installs the target's labs; false: they are already
 # there (target site) and lab-up only checks them, as the invoking user.
 # (jq's // would turn a false into the default: only a missing field means true.)

@@ -4,6 +4,9 @@
 # The kit asks AWS through boto3 (pfslab aws, pfslab/aws.py); PFSLAB_AWS_ENDPOINT names
 # an EC2 API emulator to ask instead (the kit's tests: scripts/cloud-emulator).
 
+# The Packer source scripts/images builds this target's images with.
+target_packer_source() { echo amazon-ebs.debian; }
+
 # Usage: target_credentials LAB WHO NONE    dies with one line when none work
 target_credentials() {
   local lab=$1 who=$2 none=$3 out region=us-east-1

@@ -2,6 +2,16 @@
 # Target adapter: Azure (registry/targets/azure.json). Sourced by scripts/lab and
 # scripts/images after scripts/lib/common.sh; defines the target_* functions only.
 
+# The Packer source scripts/images builds this target's images with.
+target_packer_source() { echo azure-arm.hpc; }
+
+# Prints the Packer variables of the Azure login to use: none for a service principal
+# in ARM_* (the template reads those itself), the CLI's subscription otherwise.
+target_packer_vars() {
+  [[ -n ${ARM_CLIENT_ID:-} && -n ${ARM_TENANT_ID:-} && -n ${ARM_SUBSCRIPTION_ID:-} ]] && return 0
+  printf '%s\n' "azure_use_cli_auth=true" "azure_subscription_id=$(timeout 60 az account show --query id -o tsv)"
+}
+
 # Usage: target_credentials LAB WHO NONE    dies with one line when none work
 target_credentials() {
   local who=$2 none=$3

@@ -28,3 +28,16 @@ target_leftovers() {
 }
 
 target_gone() { echo "nothing of it is left in the Terraform state"; }
+
+# Usage: target_applied LAB TARGET DIR    after terraform apply: each existing host's
+# boot script (the root's boot_scripts output) into DIR/boot/<node>.sh, which the SSH
+# bring-up runs on it.
+target_applied() {
+  local lab=$1 target=$2 dir=$3 node
+  mkdir -p "$dir/boot"
+  tf_cloud "$lab" "$target" output -json boot_scripts >"$dir/boot/scripts.json"
+  for node in $(jq -r '.baremetal.hosts // {} | keys[]' "$dir/inventory.json"); do
+    jq -r --arg n "$node" '.[$n]' "$dir/boot/scripts.json" >"$dir/boot/$node.sh"
+  done
+  rm -f "$dir/boot/scripts.json"
+}

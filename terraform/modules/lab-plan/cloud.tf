@@ -13,14 +13,17 @@ locals {
   # whether each node group must be mapped to a machine type.
   target_info = jsondecode(file("${path.module}/../../../registry/targets/${local.target}.json"))
 
-  baremetal_maas = try(local.lab.targets.baremetal.maas, null) != null
-  existing_hosts = local.target == "baremetal" ? keys(try(local.lab.targets.baremetal.hosts, {})) : []
+  # Existing hosts and a MAAS section: settings only bare metal's schema has (no other
+  # target's settings name hosts or maas), read from the lab's own target.
+  maas_section   = try(local.tmap.maas, null) != null
+  existing_hosts = keys(try(local.tmap.hosts, {}))
 
   # One shape for every target, so the adapters read the same fields.
   machines = {
     for n in local.node_list : n.name => {
-      # Bare metal: a node the lab file gives no existing host for is a MAAS machine.
-      kind  = local.target == "baremetal" && !contains(local.existing_hosts, n.name) ? "maas" : local.target_info.machine_kind
+      # A node the lab file gives no existing host for is the target's unlisted_machine_kind
+      # (bare metal: a MAAS machine), if it has one.
+      kind  = contains(local.existing_hosts, n.name) ? local.target_info.machine_kind : try(local.target_info.unlisted_machine_kind, local.target_info.machine_kind)
       group = n.group
       # Instance type (aws), VM size (azure); null on bare metal and local.
       type  = try(local.gmap[n.group].instance_type, local.gmap[n.group].vm_size, null)
@@ -36,9 +39,10 @@ locals {
       accelerated    = try(local.gmap[n.group].accelerated_networking, null)
       maas_tags      = try(tolist(local.gmap[n.group].maas_tags), [])
       distro_series  = try(local.gmap[n.group].distro_series, try(local.lab.targets.baremetal.maas.distro_series, null))
-      ipoib_address  = try(local.gmap[n.group].infiniband, false) && local.target == "azure" ? local.nodes[n.name].address : null
+      # infiniband and vnet_subnet are settings of Azure's schema only.
+      ipoib_address = try(local.gmap[n.group].infiniband, false) ? local.nodes[n.name].address : null
       # The lab address on the Ethernet side (Azure: VNet; the lab subnet is IPoIB there).
-      ethernet_address = local.target == "azure" && try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, local.lab.network.first_address + n.position) : local.nodes[n.name].address
+      ethernet_address = try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, local.lab.network.first_address + n.position) : local.nodes[n.name].address
     }
   }
 
@@ -62,10 +66,10 @@ locals {
   problems = concat(
     [for g in local.groups : "targets.${local.target}.groups has no entry for node group ${g}" if local.target_info.maps_groups && !contains(keys(local.gmap), g)],
     [for g in keys(local.gmap) : "targets.${local.target}.groups.${g}: the lab has no node group ${g}" if !contains(local.groups, g)],
-    [for g in local.groups : "targets.aws.groups.${g}.efa_interfaces is ${try(local.gmap[g].efa_interfaces, 0)} but node group ${g} lists ${local.hw_efa[g]} EFA NIC(s)" if local.target == "aws" && contains(keys(local.gmap), g) && local.hw_efa[g] > 0 && try(local.gmap[g].efa_interfaces, 0) != local.hw_efa[g]],
+    [for g in local.groups : "targets.${local.target}.groups.${g}.efa_interfaces is ${try(local.gmap[g].efa_interfaces, 0)} but node group ${g} lists ${local.hw_efa[g]} EFA NIC(s)" if try(local.target_info.efa, false) && contains(keys(local.gmap), g) && local.hw_efa[g] > 0 && try(local.gmap[g].efa_interfaces, 0) != local.hw_efa[g]],
     [for g in local.groups : "targets.${local.target}.groups.${g}: ${local.hw_nvme[g]} local data drive(s) in the lab file but ${try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)} local NVMe drive(s) mapped" if local.target_info.maps_groups && contains(keys(local.gmap), g) && local.hw_nvme[g] != try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)],
-    [for unmapped in [sort([for name, m in local.machines : name if local.target == "baremetal" && m.kind == "maas" && !local.baremetal_maas])] : "targets.baremetal has neither a hosts entry nor a maas section for node(s) ${join(", ", unmapped)}" if length(unmapped) > 0],
-    [for name, u in local.user_data : "node ${name}: its user-data is ${floor(length(base64gzip(u)) * 3 / 4)} bytes gzipped, over the 16384 bytes EC2 accepts" if local.target == "aws" && length(base64gzip(u)) * 3 / 4 > 16384],
+    [for unmapped in [sort([for name, m in local.machines : name if m.kind == try(local.target_info.unlisted_machine_kind, null) && !local.maas_section])] : "targets.${local.target} has neither a hosts entry nor a maas section for node(s) ${join(", ", unmapped)}" if length(unmapped) > 0],
+    [for name, u in local.user_data : "node ${name}: its user-data is ${floor(length(base64gzip(u)) * 3 / 4)} bytes gzipped, over the ${local.target_info.user_data_max_bytes} bytes target ${local.target} accepts" if try(length(base64gzip(u)) * 3 / 4 > local.target_info.user_data_max_bytes, false)],
   )
 
   # ---- cloud-init ---------------------------------------------------------------

@@ -49,7 +49,7 @@ locals {
     }
   }
   path_templates = merge(
-    local.default_paths[local.target == "local" ? "local" : "cloud"],
+    local.default_paths[local.target_info.namespaces ? "local" : "cloud"],
     { for k, v in var.paths : k => v if v != null },
   )
 
@@ -82,7 +82,7 @@ locals {
 
   disks = {
     for name, n in local.nodes : name => [
-      for id in n.osd_ids : local.target == "local" ? {
+      for id in n.osd_ids : local.target_info.namespaces ? {
         osd_id     = id
         kind       = "file"
         path       = "${n.paths.state}/osd/ceph-${id}/block"
@@ -148,7 +148,7 @@ locals {
     clients = local.clients
     login   = local.layout.login
     # Through JSON: the two launchers have different shapes.
-    launcher = jsondecode(local.target == "local" ? jsonencode(try(local.lab.launcher, {})) : jsonencode(local.remote_launcher))
+    launcher = jsondecode(local.target_info.namespaces ? jsonencode(try(local.lab.launcher, {})) : jsonencode(local.remote_launcher))
   }
 
   # A remote lab's benchmarks are launched on its login node (registry/launcher.json

@@ -40,7 +40,7 @@ output "plans" {
     for k, m in module.plan : k => {
       target = m.target
       # Existing hosts behind a login node (targets.baremetal.login_address).
-      behind_login = m.target == "baremetal" && try(m.lab.targets.baremetal.login_address, null) != null
+      behind_login = try(m.lab.targets[m.target].login_address, null) != null
       mapped       = local.pairs[k].mapped
       problems     = m.problems
       nodes        = length(m.nodes)
