@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pfslab import site
+from pfslab.errors import KitError
 
 #: sinfo's fields, one node a line: name, long state (with its flag characters), reason.
 SINFO_FORMAT = "%N|%T|%E"
@@ -42,6 +43,10 @@ STATE_FLAGS = "*~#!%$@^-"
 
 #: Seconds one sinfo may take: its controller's answer, which a busy site may delay.
 SINFO_TIMEOUT_S = 20
+
+
+class UnansweredError(KitError):
+    """The scheduler gave no judgement (sinfo failed or timed out): the watch is blind."""
 
 
 @dataclass(frozen=True)
@@ -108,17 +113,19 @@ def judge(lab: dict[str, Any], states: dict[str, NodeState]) -> list[str]:
 
 
 def problems(lab: dict[str, Any]) -> list[str]:
-    """Ask the scheduler; the lines of :func:`judge`, or one line when it did not answer."""
+    """Ask the scheduler; the lines of :func:`judge`. Raises UnansweredError when it
+    did not answer (a judgement of the controller differs from none: the watchdog acts
+    on the first at once, on the second only when it lasts)."""
     if site.scheduler(lab) != "slurm":
         return []
     cmd = sinfo_command(lab)
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=SINFO_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        return [f"the Slurm controller did not answer sinfo within {SINFO_TIMEOUT_S} s"]
+        raise UnansweredError(f"the Slurm controller did not answer sinfo within {SINFO_TIMEOUT_S} s") from None
     except OSError as err:
-        return [f"sinfo could not run: {err}"]
+        raise UnansweredError(f"sinfo could not run: {err}") from None
     if done.returncode != 0:
         why = next((ln for ln in done.stderr.splitlines() if ln.strip()), f"exit status {done.returncode}")
-        return [f"the Slurm controller did not answer: sinfo: {why}"]
+        raise UnansweredError(f"the Slurm controller did not answer: sinfo: {why}")
     return judge(lab, parse(done.stdout))

@@ -206,7 +206,8 @@ site_lab() {
   run kill -0 "$STAGED"
   assert_failure
   run cat "$BATS_TEST_TMPDIR/watchdog.log"
-  assert_line --index 0 --partial "looks unhealthy"
+  # The controller's judgement is acted on at the first reading.
+  refute_output --partial "looks unhealthy"
   assert_output --partial "cancelling the run's Slurm jobs: 41 42"
   assert_output --partial "no benchmark process is left on any node"
 }
@@ -224,4 +225,32 @@ site_lab() {
   refute_output --partial "no benchmark process is left"
   run jq -r .detail "$RUN/lab-health.json"
   assert_output --partial "node cli0: not responding to the Slurm controller (its slurmd is gone or unreachable), state down"
+}
+
+@test "a site lab's controller that does not answer: read twice, then unhealthy (the watch is blind)" {
+  site_lab
+  start_bench
+  printf '#!/bin/bash\necho "sinfo: error: Unable to contact slurm controller" >&2\nexit 1\n' >"$KIT/bin/sinfo"
+  watch
+  wait "$WATCHDOG"
+  run cat "$BATS_TEST_TMPDIR/watchdog.log"
+  assert_line --index 0 --partial "looks unhealthy"
+  run jq -r .detail "$RUN/lab-health.json"
+  assert_output "the Slurm controller did not answer: sinfo: sinfo: error: Unable to contact slurm controller"
+}
+
+@test "a site lab's node lost between two readings is read once more when the bench ends (TERM)" {
+  site_lab
+  start_bench
+  "$KIT/scripts/watchdog" wd "$RUN" "$BENCH" 60 2>"$BATS_TEST_TMPDIR/watchdog.log" &
+  WATCHDOG=$!
+  sleep 3  # the first reading (healthy) is done; the next is a minute away
+  printf 'cli0|idle|none\ncli1|idle*|none\n' >"$HEALTH/sinfo"
+  start=$SECONDS
+  kill -TERM "$WATCHDOG"
+  wait "$WATCHDOG"
+  assert [ $((SECONDS - start)) -lt 10 ]
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "node cli1: not responding"
 }

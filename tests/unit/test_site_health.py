@@ -88,8 +88,9 @@ def test_problems_runs_sinfo_for_the_lab(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_a_controller_that_does_not_answer_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_sinfo(tmp_path, monkeypatch, "echo 'sinfo: error: Unable to contact slurm controller' >&2; exit 1")
-    assert site_health.problems(resolved()) == [
-        "the Slurm controller did not answer: sinfo: sinfo: error: Unable to contact slurm controller"]
+    with pytest.raises(site_health.UnansweredError,
+                       match="^the Slurm controller did not answer: sinfo: sinfo: error: Unable to contact slurm controller$"):
+        site_health.problems(resolved())
 
 
 def test_a_lab_without_a_scheduler_has_nothing_to_ask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
