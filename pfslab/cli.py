@@ -569,6 +569,13 @@ def _cmd_site(args: argparse.Namespace) -> int:
         print(site.up(lab, Path(args.state)))
     elif args.site_command == "down":
         print(site.release_scratch(lab))
+    elif args.site_command == "health":
+        from pfslab import site_health
+
+        found = site_health.problems(lab)
+        if found:
+            print("\n".join(found))
+        return 1 if found else 0
     else:
         reports, _ = site.check(lab)
         found = site.problems(lab, reports)
@@ -586,6 +593,8 @@ def _add_site(sub: Subparsers) -> None:
     actions.add_parser("check", help="run the checks again; print what fails (exit 1)").add_argument("resolved")
     actions.add_parser("down", help="remove the kit's scratch directory (only with this lab instance's marker)"
                        ).add_argument("resolved")
+    actions.add_parser("health", help="ask the scheduler whether the lab's nodes can run its jobs; print each "
+                       "node that cannot (exit 1), for the run's watchdog").add_argument("resolved")
     p.set_defaults(handler=_cmd_site)
 
 

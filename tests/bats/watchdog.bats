@@ -156,3 +156,101 @@ teardown() {
   assert_failure 2
   assert_output "[watchdog] error: INTERVAL_S=0 is not allowed; give whole seconds, at least 1"
 }
+
+# A site lab (target site, Slurm): its health is what sinfo says of its nodes, and its
+# run's jobs are cancelled through scancel. sinfo, squeue and scancel are stand-ins
+# answering from files the test writes; the judging is the kit's (pfslab site health).
+site_lab() {
+  mkdir -p "$KIT/bin"
+  ln -s "$REPO/.venv" "$KIT/.venv"
+  jq -n '{name: "wd", target: "site", scheduler: {type: "slurm", partition: "p"},
+    targets: {site: {nodes: ["cli0", "cli1"]}}}' >"$KIT/build/wd/lab.json"
+  jq -n '{target: "site", clients: ["cli0", "cli1"], scheduler: {type: "slurm", partition: "p"}}' >"$KIT/build/wd/inventory.json"
+  printf 'cli0|idle|none\ncli1|allocated|none\n' >"$HEALTH/sinfo"
+  printf '#!/bin/bash\ncat "$HEALTH/sinfo"\n' >"$KIT/bin/sinfo"
+  # squeue lists the jobs in $HEALTH/squeue ("id STATE workdir"); scancel records its
+  # arguments and empties the queue (or, with $HEALTH/stuck, leaves it as it is).
+  printf '#!/bin/bash\n[[ $* == *"--user=$(id -un)"* ]] || exit 1\ncat "$HEALTH/squeue" 2>/dev/null || true\n' >"$KIT/bin/squeue"
+  printf '#!/bin/bash\necho "$@" >>"$HEALTH/scancel.args"\n[[ -e $HEALTH/stuck ]] || rm -f "$HEALTH/squeue"\n' >"$KIT/bin/scancel"
+  chmod +x "$KIT/bin/"*
+  export PATH=$KIT/bin:$PATH
+}
+
+@test "a site lab whose nodes all answer Slurm: nothing written, the watch ends with the bench" {
+  site_lab
+  start_bench
+  watch
+  sleep 3
+  kill "$BENCH"
+  wait "$WATCHDOG"
+  assert [ ! -e "$RUN/lab-health.json" ]
+  assert [ ! -e "$HEALTH/scancel.args" ]
+}
+
+@test "a site lab's node that stops answering Slurm: unhealthy naming it, the run's jobs cancelled, its processes ended" {
+  site_lab
+  start_bench
+  (cd "$RUN/stage" && exec sleep 600) &
+  STAGED=$!
+  # Two jobs of the run and one of the same user's other work, which is left alone.
+  printf '41 RUNNING %s/stage/site/clients/pfslab/IorTest\n42 PENDING %s/stage/x\n7 RUNNING /home/u/other\n' \
+    "$RUN" "$RUN" >"$HEALTH/squeue"
+  printf 'cli0|allocated|none\ncli1|allocated*|none\n' >"$HEALTH/sinfo"
+  watch
+  wait "$WATCHDOG"
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "node cli1: not responding to the Slurm controller"
+  refute_output --partial "cli0"
+  assert_equal "$(cat "$HEALTH/scancel.args")" "41 42"
+  run kill -0 "$STAGED"
+  assert_failure
+  run cat "$BATS_TEST_TMPDIR/watchdog.log"
+  # The controller's judgement is acted on at the first reading.
+  refute_output --partial "looks unhealthy"
+  assert_output --partial "cancelling the run's Slurm jobs: 41 42"
+  assert_output --partial "no benchmark process is left on any node"
+}
+
+@test "a site lab's jobs that Slurm does not end: the watchdog says which, after its wait" {
+  site_lab
+  start_bench
+  printf '41 COMPLETING %s/stage/a\n' "$RUN" >"$HEALTH/squeue"
+  touch "$HEALTH/stuck"
+  printf 'cli0|down*|Not responding\ncli1|idle|none\n' >"$HEALTH/sinfo"
+  PFSLAB_WATCHDOG_SITE_END_WAIT=2 watch
+  wait "$WATCHDOG"
+  run cat "$BATS_TEST_TMPDIR/watchdog.log"
+  assert_output --partial "still in Slurm's queue after 2 s: 41 COMPLETING"
+  refute_output --partial "no benchmark process is left"
+  run jq -r .detail "$RUN/lab-health.json"
+  assert_output --partial "node cli0: not responding to the Slurm controller (its slurmd is gone or unreachable), state down"
+}
+
+@test "a site lab's controller that does not answer: read twice, then unhealthy (the watch is blind)" {
+  site_lab
+  start_bench
+  printf '#!/bin/bash\necho "sinfo: error: Unable to contact slurm controller" >&2\nexit 1\n' >"$KIT/bin/sinfo"
+  watch
+  wait "$WATCHDOG"
+  run cat "$BATS_TEST_TMPDIR/watchdog.log"
+  assert_line --index 0 --partial "looks unhealthy"
+  run jq -r .detail "$RUN/lab-health.json"
+  assert_output "the Slurm controller did not answer: sinfo: sinfo: error: Unable to contact slurm controller"
+}
+
+@test "a site lab's node lost between two readings is read once more when the bench ends (TERM)" {
+  site_lab
+  start_bench
+  "$KIT/scripts/watchdog" wd "$RUN" "$BENCH" 60 2>"$BATS_TEST_TMPDIR/watchdog.log" &
+  WATCHDOG=$!
+  sleep 3  # the first reading (healthy) is done; the next is a minute away
+  printf 'cli0|idle|none\ncli1|idle*|none\n' >"$HEALTH/sinfo"
+  start=$SECONDS
+  kill -TERM "$WATCHDOG"
+  wait "$WATCHDOG"
+  assert [ $((SECONDS - start)) -lt 10 ]
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "node cli1: not responding"
+}

@@ -3,7 +3,10 @@
 # CephFS and its Slurm), brought up and down by an ordinary user. Its lab-up installs
 # and starts nothing: it checks both clients through srun and writes the inventory; a
 # client whose mount is missing is refused, naming it; lab-down leaves the scratch
-# directory the site gave the user empty, and the file system outside it as it was.
+# directory the site gave the user empty, and the file system outside it as it was;
+# lab-up and lab-down leave a spare disk of the host (a loop device) as found and write
+# no file outside the user's home, the scratch and the checkout (strace); a client's
+# slurmd killed during make bench ends the run with FAIL naming that node.
 # Needs root (to bring up local-slurm and make the user), /dev/fuse, `make deps` and
 # `make tools` (IOR and mdtest, the site lab's tools).
 
@@ -51,6 +54,9 @@ setup_file() {
 
 teardown_file() {
   [[ -z ${PFSLAB_SKIP_FILE:-} ]] || return 0
+  # What a failed test may have left: the spare loop device, the user's home.
+  [[ ! -s $BATS_FILE_TMPDIR/loop ]] || losetup -d "$(cat "$BATS_FILE_TMPDIR/loop")" 2>/dev/null || true
+  [[ ! -s $BATS_FILE_TMPDIR/home ]] || rm -rf "$(cat "$BATS_FILE_TMPDIR/home")"
   "$REPO/scripts/lab" down "$SITE" >/dev/null 2>&1 || true
   if [[ -s $BATS_FILE_TMPDIR/build-owner ]] && [[ -d $REPO/build ]]; then
     read -r owner mode <"$BATS_FILE_TMPDIR/build-owner"
@@ -142,6 +148,106 @@ as_user() { (cd "$REPO" && runuser -u "$JOB_USER" -- env HOME=/tmp USER="$JOB_US
   assert [ ! -e "$REPO/build/$SITE" ]
   assert_equal "$(cat "$REPO/build/active-lab")" "$BASE"
   assert_equal "$(checksums)" "$(cat "$BATS_FILE_TMPDIR/before")"
+}
+
+# lab-up or lab-down as the user under strace (every process it starts followed;
+# -y: descriptors with their paths). The jobs lab-up submits run under slurmd, not
+# under strace: they are the probe (pfslab/site.py probe_script), which writes one
+# probe file in the scratch and removes it.
+traced() {
+  local action=$1 home=$2 trace=$3
+  (cd "$REPO" && strace -f -qq -y -e trace=%file,%process -u "$JOB_USER" -o "$trace" \
+    env HOME="$home" USER="$JOB_USER" LOGNAME="$JOB_USER" SLURM_CONF="$(slurm_conf)" make "lab-$action" LAB=$SITE)
+}
+
+@test "lab-up and lab-down leave a spare disk as found (checksums) and write nothing outside the user's home, the scratch and the checkout (strace)" {
+  local img dev before home action
+  # A spare disk of the host: a file system over random data, on a loop device.
+  img=$BATS_FILE_TMPDIR/spare.img
+  head -c $((64 << 20)) /dev/urandom >"$img"
+  mkfs.ext4 -q -F -L pfslab-spare "$img"
+  dev=$(losetup --find --show "$img")
+  echo "$dev" >"$BATS_FILE_TMPDIR/loop"
+  before=$(sha256sum <"$dev")
+  home=$(mktemp -d /tmp/pfslab-home.XXXXXX)
+  echo "$home" >"$BATS_FILE_TMPDIR/home"
+  chown "$JOB_USER" "$home"
+  for action in up down; do
+    run traced "$action" "$home" "$BATS_TEST_TMPDIR/$action.trace"
+    assert_success
+  done
+  assert_equal "$(sha256sum <"$dev")" "$before"
+  losetup -d "$dev"
+  rm "$BATS_FILE_TMPDIR/loop"
+  echo "# spare disk $dev (64 MiB, ext4 over random data): sha256 ${before%% *} before and after" >&3
+  # Allowed: the home, the scratch, the checkout, /dev/null; files in /tmp only if
+  # gone when the command ended (mktemp's, e.g. scripts/lab's resolved lab); a traced
+  # process's own /proc entries. Failed attempts elsewhere wrote nothing: listed only.
+  for action in up down; do
+    run "$REPO/.venv/bin/python" "$REPO/tests/lib/strace_writes.py" "$BATS_TEST_TMPDIR/$action.trace" --cwd "$REPO" \
+      --allow "$home" --allow "$(mount_path)/pfslab-site" --allow "$REPO" --allow /dev/null \
+      --temporary /tmp --own-proc --attempts
+    echo "# lab-$action: $(grep -c '' "$BATS_TEST_TMPDIR/$action.trace") trace lines; outside the allowed places: $(grep -cv '^failed ' <<<"$output" || true) write(s), $(grep -c '^failed ' <<<"$output" || true) failed attempt(s)" >&3
+    grep '^failed ' <<<"$output" | sort | uniq -c | head -n 10 | sed "s/^/#   lab-$action attempt: /" >&3 || true
+    assert_success
+  done
+  # The trace saw the writes the kit is known to make (so it traced the right commands).
+  run "$REPO/.venv/bin/python" "$REPO/tests/lib/strace_writes.py" "$BATS_TEST_TMPDIR/up.trace" --cwd "$REPO"
+  assert_output --partial "$(mount_path)/pfslab-site/.pfslab-scratch"
+  assert_output --partial "$REPO/build/$SITE/inventory.json"
+  rm -rf "$home"
+  assert [ ! -e "$REPO/build/$SITE" ]
+  assert_equal "$(cat "$REPO/build/active-lab")" "$BASE"
+}
+
+@test "a client's slurmd killed during make bench: the run ends with FAIL naming the node, no benchmark process is left" {
+  local state pidfile conf bench killed took n status_bench
+  state=$(jq -r .local.state_root "$REPO/build/$BASE/inventory.json")
+  pidfile=$(jq -r .paths.run "$state/nodes/cli1/node.json")/slurmd.pid
+  conf=$(slurm_conf)
+  run as_user make lab-up LAB=$SITE
+  assert_success
+  as_user make bench >"$BATS_TEST_TMPDIR/bench.out" 2>&1 &
+  bench=$!
+  # During the run: once a job of the user is running.
+  for n in $(seq 240); do
+    [[ -n $(SLURM_CONF=$conf squeue -h -u "$JOB_USER" -t RUNNING -o %i 2>/dev/null) ]] && break
+    sleep 0.5
+  done
+  kill -KILL "$(cat "$pidfile")"
+  killed=$SECONDS
+  wait "$bench" && status_bench=0 || status_bench=$?
+  took=$((SECONDS - killed))
+  grep -E 'watchdog|verdict:' "$BATS_TEST_TMPDIR/bench.out" | sed 's/^/# /' >&3
+  echo "# make bench ended ${took} s after slurmd of cli1 was killed" >&3
+  # make's own status is 2; its Error line has the bench's: 1, a FAIL verdict.
+  assert_equal "$status_bench" 2
+  run cat "$BATS_TEST_TMPDIR/bench.out"
+  assert_output --regexp "bench\] Error 1"
+  assert_output --regexp "verdict: FAIL .*lab unhealthy during the run: node cli1: not responding to the Slurm controller"
+  refute_output --partial "node cli0:"
+  assert [ "$took" -le 180 ]
+  run jq -r .state "$(find "$REPO/build/runs/$SITE" -mindepth 1 -maxdepth 1 -type d | sort | tail -n 1)/lab-health.json"
+  assert_output unhealthy
+  # No process of the user is left, on any node (all are namespaces of this host), nor
+  # any job of the run in Slurm's queue. (A grace of 5 s: make bench's own output
+  # pipes, e.g. the tee of watchdog.log, end just after it.)
+  for n in $(seq 10); do [[ -z $(pgrep -u "$JOB_USER") ]] && break; sleep 0.5; done
+  run pgrep -a -u "$JOB_USER"
+  assert_output ""
+  run env SLURM_CONF="$conf" squeue -h -u "$JOB_USER"
+  assert_output ""
+  # Repair: the site lab down, then local-slurm's lab-up restarts the slurmd; the
+  # controller takes cli1 back (ReturnToService=2) once it registers.
+  run as_user make lab-down LAB=$SITE
+  assert_success
+  run "$REPO/scripts/lab" up "$BASE"
+  assert_success
+  for n in $(seq 120); do
+    [[ $(SLURM_CONF=$conf sinfo -h -n cli1 -o %T 2>/dev/null) == idle ]] && break
+    sleep 0.5
+  done
+  assert_equal "$(SLURM_CONF=$conf sinfo -h -n cli1 -o %T)" idle
 }
 
 @test "a client that does not see the mount is refused at lab-up, by name, and nothing is written" {
