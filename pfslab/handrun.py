@@ -17,6 +17,7 @@ from typing import Any
 from pfslab import workloads
 from pfslab.errors import KitError
 from pfslab.parsers import parse_text
+from pfslab.rfm_paths import tool_search_path
 from pfslab.units import convert
 
 
@@ -56,7 +57,8 @@ def run_case(
     work_dir.mkdir(parents=True, exist_ok=True)
     for name, content in rendered.files.items():
         (work_dir / name).write_text(content)
-    env = dict(os.environ, **launcher.get("env", {}))
+    # The job's PATH (rfm.py): the mpirun of the tool's own view starts it, by hand too.
+    env = dict(os.environ, **launcher.get("env", {}), PATH=tool_search_path(lab))
     per_step: list[dict[str, tuple[float, str]]] = []
     os.makedirs(scratch_dir, exist_ok=True)
     try:
