@@ -54,8 +54,11 @@ def by_hand(lab: dict[str, Any], case: workloads.Case, tool_path: str, inventory
     mount = lab["filesystem"]["mount"]
     scratch = f"{mount}/{labs.setting(lab, 'benchmark.scratch')}/overhead-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="pfslab-overhead-", dir=KIT_ROOT / "build") as work:
+        # The job drops the caches where the lab says so (rfm.py): by hand too, or the
+        # two sides would not do the same work.
         per_step = handrun.run_case(lab, workloads.find(lab, case.workload), case, inventory,
-                                    work_dir=Path(work), scratch_dir=scratch, tool_path=tool_path)
+                                    work_dir=Path(work), scratch_dir=scratch, tool_path=tool_path,
+                                    drop_caches=True)
     return {op: convert(value, unit, "MiB/s" if unit.endswith("B/s") else unit)
             for figures in per_step for op, (value, unit) in figures.items()}
 
