@@ -260,7 +260,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             self.job.launcher = getlauncher("local")()
             return
         assert last is not None
-        lines.append('[ "$pfslab_status" -eq 0 ] || exit "$pfslab_status"')
+        if len(steps) > 1:
+            lines.append('[ "$pfslab_status" -eq 0 ] || exit "$pfslab_status"')
         self.prerun_cmds = lines
         program, _, options = last.program.partition(" ")
         self.executable = program

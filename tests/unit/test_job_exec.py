@@ -44,6 +44,17 @@ workloads:
       - args: -a POSIX -i 1 -e -w -r -s 1 -t 1m -b {{block}} -o {{file}}
         measures: [write, read]
     sizes: {{block: 16m}}
+  - id: ior-phases
+    title: IOR write, then read (two steps, as the PixStor seed runs them)
+    tool: ior
+    pattern: seq-n1
+    threads: [2]
+    steps:
+      - args: -a POSIX -i 1 -e -w -k -s 1 -t 1m -b {{block}} -o {{file}}
+        measures: [write]
+      - args: -a POSIX -i 1 -e -r -s 1 -t 1m -b {{block}} -o {{file}}
+        measures: [read]
+    sizes: {{block: 16m}}
 """
 
 MPIRUN = """#!/bin/sh
@@ -54,7 +65,7 @@ exec "$@"
 """
 
 IOR = """#!/bin/sh
-echo "$@" >"$STUB_LOG/ior.args"
+echo "$@" >>"$STUB_LOG/ior.args"
 cat "$STUB_IOR_OUTPUT"
 exit "$STUB_IOR_EXIT"
 """
@@ -84,8 +95,8 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def run(kit: Path, tmp_path: Path, status: int, output: str) -> tuple[dict[str, Any], Path]:
-    """One run of the IOR test; its test case from ReFrame's report and the stub log directory."""
+def run(kit: Path, tmp_path: Path, status: int, output: str, workload: str = "ior-n1") -> tuple[dict[str, Any], Path]:
+    """One run of the IOR test of ``workload``; its test case from ReFrame's report and the stub log directory."""
     (tmp_path / "ior.out").write_text(output)
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -94,7 +105,7 @@ def run(kit: Path, tmp_path: Path, status: int, output: str) -> tuple[dict[str, 
                PFSLAB_TOOL_PATH=str(kit / "tools"), STUB_LOG=str(logs), STUB_IOR_OUTPUT=str(tmp_path / "ior.out"),
                STUB_IOR_EXIT=str(status))
     proc = subprocess.run([str(REFRAME), "-c", str(KIT / "reframe" / "ior.py"), "-r", "--exec-policy=serial",
-                           "--nocolor", "-S", f"scratch_root={tmp_path / 'scratch'}"],
+                           "--nocolor", "-S", f"scratch_root={tmp_path / 'scratch'}", "-n", f"%case={LAB}/{workload}/"],
                           cwd=kit, env=env, capture_output=True, text=True, timeout=300)
     report = tmp_path / "run" / "report.json"
     assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -135,3 +146,22 @@ def test_an_incomplete_output_fails_the_test(kit: Path, tmp_path: Path) -> None:
     testcase, _ = run(kit, tmp_path, 0, cut)
     assert testcase["result"] == "fail"
     assert "step 1: IOR output is truncated" in testcase["fail_reason"], testcase["fail_reason"]
+
+
+def test_a_failed_step_before_the_measured_one_stops_the_job_before_it(kit: Path, tmp_path: Path) -> None:
+    testcase, logs = run(kit, tmp_path, 3, IOR_OUTPUT.read_text(), "ior-phases")
+    assert testcase["result"] == "fail"
+    assert "step 1 (ior) exited with status 3" in testcase["fail_reason"]
+    # The write step ran (its output in its own file); the read step, the executable, did not.
+    assert [line.split()[5] for line in (logs / "ior.args").read_text().splitlines()] == ["-w"]
+    assert not any((tmp_path / "scratch").iterdir())
+
+
+def test_a_two_phase_case_measures_each_phase_from_its_own_output(kit: Path, tmp_path: Path) -> None:
+    testcase, logs = run(kit, tmp_path, 0, IOR_OUTPUT.read_text(), "ior-phases")
+    assert testcase["result"] == "pass", testcase.get("fail_reason")
+    assert [line.split()[5] for line in (logs / "ior.args").read_text().splitlines()] == ["-w", "-r"]
+    script = (Path(testcase["outputdir"]) / "rfm_job.sh").read_text().splitlines()
+    assert [shlex.split(line)[:2] for line in script if line.startswith("pfslab_step ")] == [["pfslab_step", "1"]]
+    figures = {key.rsplit(":", 1)[-1]: value[0] for key, value in testcase["perfvalues"].items()}
+    assert figures == {"write": 2253.60, "read": 43394.71}
