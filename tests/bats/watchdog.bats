@@ -23,6 +23,7 @@ setup() {
 #!/bin/bash
 [[ $1 == essential ]] && { echo "mon mds osd client"; exit 0; }
 node=$(jq -r .node "$PFSLAB_NODE_CONFIG")
+echo "$2 ${PFSLAB_HEALTH_QUICK:-full}" >>"$HEALTH/calls"
 file=$HEALTH/$2.$node
 [[ $2 == service ]] && file=$HEALTH/service
 [[ -s $file ]] || exit 0
@@ -143,6 +144,35 @@ teardown() {
   run jq -r '.state, .detail' "$RUN/lab-health.json"
   assert_line --index 0 unhealthy
   assert_line --index 1 --partial "every ceph-osd of the lab is down"
+}
+
+@test "between full readings, quick ones: the roles are told, the service is not asked" {
+  start_bench
+  PFSLAB_WATCHDOG_FULL_EVERY=3 watch
+  # Until five readings were taken (each asks the mon once), however slow the machine.
+  for _ in $(seq 300); do (($(grep -c '^mon' "$HEALTH/calls" 2>/dev/null || true) >= 5)) && break; sleep 0.1; done
+  kill "$BENCH"
+  wait "$WATCHDOG"
+  run bash -c "grep '^mon' '$HEALTH/calls' | head -n 5 | cut -d' ' -f2 | paste -sd' '"
+  assert_output "full 1 1 full 1"
+  # The service is asked at full readings only.
+  assert_equal "$(grep -c '^service full$' "$HEALTH/calls")" "$(grep -c '^mon full$' "$HEALTH/calls")"
+  run grep -c '^service 1$' "$HEALTH/calls"
+  assert_output 0
+}
+
+@test "a fault a quick reading finds is judged by a full one: the only MDS down ends the run" {
+  start_bench
+  PFSLAB_WATCHDOG_FULL_EVERY=1000 watch
+  # The first reading (full) is healthy; the MDS goes down before the quick ones.
+  for _ in $(seq 50); do grep -q '^service full$' "$HEALTH/calls" 2>/dev/null && break; sleep 0.1; done
+  echo "1 ceph-mds.mon0: not running" >"$HEALTH/mds.mon0"
+  for _ in $(seq 150); do kill -0 "$WATCHDOG" 2>/dev/null || break; sleep 0.1; done
+  run kill -0 "$WATCHDOG"
+  assert_failure  # it ended the run, in seconds, not at the next full reading
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "every ceph-mds of the lab is down"
 }
 
 @test "bad arguments: one line, exit 2" {
