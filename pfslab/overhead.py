@@ -2,9 +2,9 @@
 
 ``scripts/bench-overhead`` renders one case of the running lab per tool (IOR and fio,
 each the lab's first workload of it) with the kit's own renderer, runs those commands
-directly in a shell, then runs the same case through ``scripts/bench``, and repeats.
-Alternating spreads the machine's drift over both sides. Each tool gets its kit/hand
-throughput ratio; the last line is the lowest of them.
+directly in a shell and the same case through ``scripts/bench``, and repeats, the
+order swapped every round, so that the machine's drift is spread over both sides.
+Each tool gets its kit/hand throughput ratio; the last line is the lowest of them.
 """
 
 from __future__ import annotations
@@ -103,8 +103,14 @@ def measure(rounds: int, threads: int, tools: list[str]) -> Iterator[str]:
         kit: dict[str, list[float]] = {op: [] for op in operations}
         missed: set[str] = set()
         for round_no in range(1, rounds + 1):
-            figures_hand = by_hand(lab, case, tool_path, inventory)
-            figures_kit, misses = through_kit(case, TEST_CLASSES[tool])
+            # Hand first in odd rounds, the kit first in even ones (ABBA): a drift of the
+            # lab over the rounds (its OSDs filling, its caches warming) favours neither.
+            if round_no % 2:
+                figures_hand = by_hand(lab, case, tool_path, inventory)
+                figures_kit, misses = through_kit(case, TEST_CLASSES[tool])
+            else:
+                figures_kit, misses = through_kit(case, TEST_CLASSES[tool])
+                figures_hand = by_hand(lab, case, tool_path, inventory)
             missed.update(misses)
             for op in operations:
                 hand[op].append(figures_hand[op])
