@@ -23,7 +23,7 @@ setup() {
 #!/bin/bash
 [[ $1 == essential ]] && { echo "mon mds osd client"; exit 0; }
 node=$(jq -r .node "$PFSLAB_NODE_CONFIG")
-echo "$2 ${PFSLAB_HEALTH_QUICK:-full}" >>"$HEALTH/calls"
+echo "$2" >>"$HEALTH/calls"
 file=$HEALTH/$2.$node
 [[ $2 == service ]] && file=$HEALTH/service
 [[ -s $file ]] || exit 0
@@ -146,26 +146,36 @@ teardown() {
   assert_line --index 1 --partial "every ceph-osd of the lab is down"
 }
 
-@test "between full readings, quick ones: the roles are told, the service is not asked" {
-  start_bench
-  PFSLAB_WATCHDOG_FULL_EVERY=3 watch
-  # Until five readings were taken (each asks the mon once), however slow the machine.
-  for _ in $(seq 300); do (($(grep -c '^mon' "$HEALTH/calls" 2>/dev/null || true) >= 5)) && break; sleep 0.1; done
-  kill "$BENCH"
-  wait "$WATCHDOG"
-  run bash -c "grep '^mon' '$HEALTH/calls' | head -n 5 | cut -d' ' -f2 | paste -sd' '"
-  assert_output "full 1 1 full 1"
-  # The service is asked at full readings only.
-  assert_equal "$(grep -c '^service full$' "$HEALTH/calls")" "$(grep -c '^mon full$' "$HEALTH/calls")"
-  run grep -c '^service 1$' "$HEALTH/calls"
-  assert_output 0
+# The stand-in lab for quick readings: its daemons' pid files under a run root, and no
+# client mount to look for (the stand-in has none).
+quick_lab() {
+  mkdir -p "$BATS_TEST_TMPDIR/runroot/mon0"
+  jq --arg r "$BATS_TEST_TMPDIR/runroot" '.local.run_root = $r | .clients = []' "$KIT/build/wd/inventory.json" \
+    >"$BATS_TEST_TMPDIR/inv" && mv "$BATS_TEST_TMPDIR/inv" "$KIT/build/wd/inventory.json"
 }
 
-@test "a fault a quick reading finds is judged by a full one: the only MDS down ends the run" {
+@test "quick readings ask no role, the first one included (make bench checked the lab just before)" {
+  quick_lab
   start_bench
   PFSLAB_WATCHDOG_FULL_EVERY=1000 watch
-  # The first reading (full) is healthy; the MDS goes down before the quick ones.
-  for _ in $(seq 50); do grep -q '^service full$' "$HEALTH/calls" 2>/dev/null && break; sleep 0.1; done
+  # A reading a second for 5 s, every one quick.
+  sleep 5
+  kill "$BENCH"
+  wait "$WATCHDOG"
+  assert [ ! -e "$HEALTH/calls" ]
+  assert [ ! -e "$RUN/lab-health.json" ]
+}
+
+@test "a daemon a quick reading finds gone is judged by a full one: the only MDS down ends the run" {
+  quick_lab
+  sleep 600 &
+  MDS=$!
+  echo "$MDS" >"$BATS_TEST_TMPDIR/runroot/mon0/ceph-mds.mon0.pid"
+  start_bench
+  PFSLAB_WATCHDOG_FULL_EVERY=1000 watch
+  # The first readings (quick) find it; then the MDS goes.
+  sleep 1.5
+  kill "$MDS"
   echo "1 ceph-mds.mon0: not running" >"$HEALTH/mds.mon0"
   for _ in $(seq 150); do kill -0 "$WATCHDOG" 2>/dev/null || break; sleep 0.1; done
   run kill -0 "$WATCHDOG"
