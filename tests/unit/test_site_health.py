@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pfslab import site_health
-from tests.unit.test_site import resolved
+from test_site import resolved
 
 HEALTHY = "cli0|idle|none\ncli1|allocated|none\n"
 
