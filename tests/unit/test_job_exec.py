@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -105,7 +106,7 @@ def run(kit: Path, tmp_path: Path, status: int, output: str, workload: str = "io
                PFSLAB_TOOL_PATH=str(kit / "tools"), STUB_LOG=str(logs), STUB_IOR_OUTPUT=str(tmp_path / "ior.out"),
                STUB_IOR_EXIT=str(status))
     proc = subprocess.run([str(REFRAME), "-c", str(KIT / "reframe" / "ior.py"), "-r", "--exec-policy=serial",
-                           "--nocolor", "-S", f"scratch_root={tmp_path / 'scratch'}", "-n", f"%case={LAB}/{workload}/"],
+                           "--nocolor", "-S", f"scratch_root={tmp_path / 'scratch'}", "-n", f"%lab={LAB}%workload={re.escape(workload)}%"],
                           cwd=kit, env=env, capture_output=True, text=True, timeout=300)
     report = tmp_path / "run" / "report.json"
     assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
