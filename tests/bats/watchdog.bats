@@ -58,17 +58,22 @@ watch() {
   WATCHDOG=$!
 }
 
-teardown() {
-  kill "${BENCH:-}" "${WATCHDOG:-}" "${STAGED:-}" 2>/dev/null || true
-}
-
-@test "a healthy lab: the watchdog writes nothing and ends with the bench" {
+# A bench of a few seconds on a healthy lab, watched to its end: nothing is recorded.
+healthy_run_watched() {
   start_bench
   watch
   sleep 3
   kill "$BENCH"
   wait "$WATCHDOG"
   assert [ ! -e "$RUN/lab-health.json" ]
+}
+
+teardown() {
+  kill "${BENCH:-}" "${WATCHDOG:-}" "${STAGED:-}" 2>/dev/null || true
+}
+
+@test "a healthy lab: the watchdog writes nothing and ends with the bench" {
+  healthy_run_watched
   run cat "$BATS_TEST_TMPDIR/watchdog.log"
   assert_output ""
 }
@@ -218,12 +223,7 @@ site_lab() {
 
 @test "a site lab whose nodes all answer Slurm: nothing written, the watch ends with the bench" {
   site_lab
-  start_bench
-  watch
-  sleep 3
-  kill "$BENCH"
-  wait "$WATCHDOG"
-  assert [ ! -e "$RUN/lab-health.json" ]
+  healthy_run_watched
   assert [ ! -e "$HEALTH/scancel.args" ]
 }
 
