@@ -147,7 +147,7 @@ compare: ## What changed from run A to run B (A=<lab>/<timestamp> B=...), noise 
 baseline: ## Run the suite REPEAT times (default 3) and write the lab's references from the spread
 	REPEAT=$(REPEAT) scripts/baseline $(REFRAME_ARGS)
 
-overhead: ## Same benchmark by hand and through the kit, alternating: prints the kit/hand ratio
+overhead: ## IOR and fio by hand and through the kit, alternating (5 rounds): prints the kit/hand ratios
 	scripts/bench-overhead
 
 demo: ## The first command on a new machine: what the demo needs, the local lab, one test per tool, the verdict (TOOLS_MIRROR=<dir>: IOR/mdtest offline)

@@ -365,15 +365,16 @@ def _add_baseline(sub: Subparsers) -> None:
 def _cmd_overhead(args: argparse.Namespace) -> int:
     from pfslab import overhead
 
-    for line in overhead.measure(args.rounds, args.threads):
+    for line in overhead.measure(args.rounds, args.threads, args.tools):
         print(line, flush=True)
     return 0
 
 
 def _add_overhead(sub: Subparsers) -> None:
-    p = sub.add_parser("overhead", help="kit/hand throughput ratio of one case on the running lab")
-    p.add_argument("--rounds", type=int, default=3)
+    p = sub.add_parser("overhead", help="kit/hand throughput ratio of one case per tool on the running lab")
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--tools", nargs="+", default=["ior", "fio"], help="of ior, fio (default: both)")
     p.set_defaults(handler=_cmd_overhead)
 
 

@@ -14,9 +14,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pfslab import workloads
+from pfslab import KIT_ROOT, workloads
 from pfslab.errors import KitError
 from pfslab.parsers import parse_text
+from pfslab.rfm_paths import tool_search_path
 from pfslab.units import convert
 
 
@@ -40,8 +41,13 @@ def run_case(
     tool_path: str,
     client_names: list[str] | None = None,
     timeout_s: float = 300.0,
+    drop_caches: bool = False,
 ) -> list[dict[str, tuple[float, str]]]:
     """Run every step of ``case`` once; return, per measuring step, each figure as (value, unit).
+
+    ``drop_caches``: the caches are dropped where the kit's job drops them (before the
+    steps when the lab drops them at all, and at each drop-caches step), so that a
+    comparison with the job does the same work.
 
     Outputs stay in ``work_dir`` (the caller keeps or removes it); ``scratch_dir``
     inside the file system is removed afterwards. A step that exits non-zero, hangs
@@ -56,12 +62,18 @@ def run_case(
     work_dir.mkdir(parents=True, exist_ok=True)
     for name, content in rendered.files.items():
         (work_dir / name).write_text(content)
-    env = dict(os.environ, **launcher.get("env", {}))
+    # The job's PATH (rfm.py): the mpirun of the tool's own view starts it, by hand too.
+    env = dict(os.environ, **launcher.get("env", {}), PATH=tool_search_path(lab))
     per_step: list[dict[str, tuple[float, str]]] = []
     os.makedirs(scratch_dir, exist_ok=True)
+    drops = drop_caches and lab.get("os_tuning", {}).get("drop_caches", "never") != "never"
     try:
+        if drops:
+            _drop_caches(str(case.lab), env)
         for n, step in enumerate(rendered.steps, start=1):
             if step.kind != "run":
+                if drops:
+                    _drop_caches(str(case.lab), env)
                 continue
             log = work_dir / f"step{n}.log"
             try:
@@ -89,3 +101,11 @@ def run_case(
     finally:
         shutil.rmtree(scratch_dir, ignore_errors=True)
     return per_step
+
+
+def _drop_caches(lab: str, env: dict[str, str]) -> None:
+    """The job's cache drop (scripts/drop-caches, as rfm.py's job scripts call it)."""
+    done = subprocess.run([str(KIT_ROOT / "scripts" / "drop-caches"), lab], capture_output=True, text=True,
+                          env=env, check=False, timeout=120)
+    if done.returncode != 0:
+        raise HandRunError(f"scripts/drop-caches {lab} failed: {(done.stderr or done.stdout).strip()}")

@@ -30,6 +30,7 @@ from reframe.utility import typecheck as typ
 from pfslab import KIT_ROOT, io500, labs, registry, scheduler, state, thresholds, workloads
 from pfslab import launcher as launcher_of
 from pfslab.parsers import parse_text
+from pfslab.rfm_launcher import LabMpirun
 from pfslab.rfm_paths import tool_search_path
 from pfslab.results import Operation, ParseError, ParseResult
 from pfslab.runs import HEALTH_FILE
@@ -277,8 +278,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
 
     def _ask_for_allocation(self, clients: int) -> None:
         """One batch job holds the case's nodes and ranks (its #SBATCH lines); the steps
-        start their ranks inside it (workloads.Context.scheduler_launcher), so the job's
-        last line, the steps' status, runs on the batch node as it is, not under srun."""
+        start their ranks inside it (workloads.Context.scheduler_launcher): the measured
+        one through the partition's launcher, the ones before it with their own srun."""
         case = self.spec
         nodes = workloads.nodes_used((case.threads, case.nodes), clients)
         self.num_tasks = case.threads
@@ -287,19 +288,26 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         self.num_tasks_per_node = -(-case.threads // nodes)
         # ReFrame 4.10's tests have no node count; its --nodes would be tasks // per node.
         self.job.options += [f"--nodes={nodes}"]
-        self.job.launcher = getlauncher("local")()
 
     def _skip(self, reason: str) -> None:
         self.skip_reason = reason
         self.skip(reason)
 
     def _write_job(self, scratch_dir: str) -> None:
+        """The job: the prelude, the preparation (scratch directory, cache drop, the steps
+        before the measured one), then the measured tool as ReFrame's executable, started
+        by the partition's launcher, its status printed after it."""
         drops = self.lab_config.get("os_tuning", {}).get("drop_caches", "never")
         lines = list(JOB_PRELUDE)
         lines.append(f"mkdir -p {shlex.quote(scratch_dir)}")
+        # On every way out (a failed step stops the job early): the benchmark's files go.
+        lines.append(f"trap {shlex.quote(f'rm -rf {shlex.quote(scratch_dir)}')} EXIT")
         if drops in ("between-runs", "between-phases"):
             lines.append('"$PFSLAB_ROOT/scripts/drop-caches"')
-        for n, step in enumerate(self.rendered.steps, start=1):
+        steps = self.rendered.steps
+        last = steps[-1] if steps else None
+        own = last is not None and executable_step(last)
+        for n, step in enumerate(steps[:-1] if own else steps, start=1):
             if step.kind == "drop-caches":
                 lines.append('"$PFSLAB_ROOT/scripts/drop-caches"')
             else:
@@ -308,9 +316,42 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                 lines.append(f"pfslab_step {n} {shlex.quote(out)} {shlex.quote(step.command)}")
                 if step.collect:
                     lines.append(f"mv {step.collect} {shlex.quote(self.stagedir)}/")
-        lines.append(f"rm -rf {shlex.quote(scratch_dir)}")
+        if not own:
+            # Every step ran in the prelude (see executable_step): the job ends with their status.
+            self.prerun_cmds = lines
+            self.executable = 'exit "$pfslab_status"'
+            self.executable_opts = []
+            self.job.launcher = getlauncher("local")()
+            return
+        assert last is not None
+        if len(steps) > 1:
+            lines.append('[ "$pfslab_status" -eq 0 ] || exit "$pfslab_status"')
         self.prerun_cmds = lines
-        self.executable = 'exit "$pfslab_status"'
+        program, _, options = last.program.partition(" ")
+        self.executable = program
+        self.executable_opts = [options] if options else []
+        self._set_launcher(last.launch)
+        if "*" not in last.output:
+            # The tool prints its results: the job's stdout is the step's raw output.
+            last.output = os.path.join(self.stagedir, self.job.stdout)
+        post = [f"pfslab_done {len(steps)} $?"]
+        if last.collect:
+            post.append(f"mv {last.collect} {shlex.quote(self.stagedir)}/")
+        self.postrun_cmds = [*post, 'exit "$pfslab_status"']
+
+    def _set_launcher(self, start: str) -> None:
+        """The partition's launcher, given the start line the case rendered (the lab's
+        mpirun line, or srun's options inside the allocation); a tool that starts its own
+        processes (no start line) runs as it is."""
+        if not start:
+            self.job.launcher = getlauncher("local")()
+        elif isinstance(self.job.launcher, LabMpirun):
+            self.job.launcher.line = start
+        elif self.job.launcher.registered_name == "srun" and start.startswith("srun "):
+            self.job.launcher.options = shlex.split(start)[1:]
+        else:
+            raise ValueError(f"partition launcher {self.job.launcher.registered_name!r} cannot run {start!r}; "
+                             f"allowed: {scheduler.LAB_MPIRUN}, srun")
 
     def _set_references(self) -> None:
         case = self.spec
@@ -352,7 +393,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
         Raises SanityError naming the first step that did not run, failed, or left an
         incomplete output. The sanity check and every figure read through this.
         """
-        with open(os.path.join(self.stagedir, str(self.stdout)), errors="replace") as handle:
+        # The kit's own lines (each step's status) are on the job's stderr (job-prelude.sh).
+        with open(os.path.join(self.stagedir, str(self.stderr)), errors="replace") as handle:
             job_output = handle.read()
         seen = {int(n): int(rc) for n, rc in re.findall(r"pfslab: step (\d+) exit status (\d+)", job_output)}
         samples: dict[str, tuple[str, list[float]]] = {}
@@ -419,6 +461,13 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             unit = table[op][3] if op in table else (native if kind_of(native) != "bandwidth" else DEFAULT_UNITS["bandwidth"])
             self.perf_variables[op] = sn.make_performance_function(self.figure, unit, op, unit)
         self.reference = {f"{labs.system_name(case.lab)}:clients": table}
+
+
+def executable_step(step: workloads.Step) -> bool:
+    """Whether a step can be the job's executable: a tool run that is not tried again
+    when it fails to start (IOzone's cluster mode: retrying is the prelude's, ReFrame's
+    --max-retries would repeat any failure, not only a failed start)."""
+    return step.kind == "run" and not step.transient
 
 
 def lab_unhealthy() -> dict[str, Any] | None:

@@ -62,9 +62,15 @@ def reframe_scheduler(lab: dict[str, Any]) -> str:
     return "squeue" if kind(lab) == "slurm" else "local"
 
 
+#: ReFrame's launcher of a partition whose ranks start with the lab's mpirun line
+#: (pfslab/rfm_launcher.py; its name here so that this module needs no ReFrame).
+LAB_MPIRUN = "lab-mpirun"
+
+
 def reframe_launcher(lab: dict[str, Any]) -> str:
-    """ReFrame's launcher for the lab's partition: the lab's scheduler launcher, else local."""
-    return launcher(lab) or "local"
+    """ReFrame's launcher for the lab's partition: ReFrame's ``srun`` under Slurm, else
+    the lab's own mpirun line (with its hostfile, or inside the allocation without)."""
+    return "srun" if launcher(lab) == "srun" else LAB_MPIRUN
 
 
 def job_env(lab: dict[str, Any], env: dict[str, str]) -> dict[str, str]:

@@ -241,6 +241,15 @@ class Step:
     # An extended regex of the tool's own message for a failure to start (nothing
     # measured): the job tries such a step again, up to twice, keeping each failed output.
     transient: str = ""
+    # What starts the step's ranks, the head of ``command`` (the lab's mpirun line with
+    # its hostfile, or srun / mpirun inside an allocation); empty: the tool runs as it is.
+    launch: str = ""
+
+    @property
+    def program(self) -> str:
+        """``command`` without what starts its ranks: the tool (or its per-rank shell) and its options."""
+        assert self.command.startswith(self.launch), (self.launch, self.command)
+        return self.command[len(self.launch):].strip()
 
 
 @dataclass
@@ -400,11 +409,12 @@ def _render_step(
             files[f"hosts.{case.sweep_point}"] = distribution.hostfile(case.threads, hosts, slots=ctx.hostfile_slots)
         start = _start(ctx, launcher, case.threads, nodes_used((case.threads, case.nodes), len(hosts)), hostfile)
         command = f"{start} {ctx.tool_path} {args}"
+        step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration,
+                    launch=start)
         if tool == "io500" and ctx.rank_dir and ctx.rank_dir != ctx.work_dir:
             # Rank 0 writes IO500's result directory where it runs: moved beside the job's outputs.
-            step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)
             step.collect = f"{ctx.rank_dir}/{io500.RESULT_DIR}"
-            return step
+        return step
     elif tool == "iozone":
         files[f"threadlist.{case.threads}"] = distribution.iozone_threadlist(
             case.threads, hosts, ctx.scratch_dir, ctx.tool_path
@@ -433,12 +443,14 @@ def _render_step(
             f"exec {ctx.tool_path} --numjobs=$(( {case.threads} / {nodes} + (r < {case.threads} % {nodes}) )) "
             f"--output={rank_dir}/{tag}.fio.$r.json {args}"
         )
-        command = f"{_start(ctx, launcher, nodes, nodes, hostfile, per_node=1)} sh -c {shlex.quote(per_node)}"
+        start = _start(ctx, launcher, nodes, nodes, hostfile, per_node=1)
+        command = f"{start} sh -c {shlex.quote(per_node)}"
         output = f"{ctx.work_dir}/{tag}.fio.*.json"
+        step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration,
+                    launch=start)
         if rank_dir != ctx.work_dir:
-            step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)
             step.collect = f"{rank_dir}/{tag}.fio.*.json"
-            return step
+        return step
     else:
         command = f"{ctx.tool_path} {args}"
     return Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)

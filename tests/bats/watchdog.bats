@@ -23,6 +23,7 @@ setup() {
 #!/bin/bash
 [[ $1 == essential ]] && { echo "mon mds osd client"; exit 0; }
 node=$(jq -r .node "$PFSLAB_NODE_CONFIG")
+echo "$2" >>"$HEALTH/calls"
 file=$HEALTH/$2.$node
 [[ $2 == service ]] && file=$HEALTH/service
 [[ -s $file ]] || exit 0
@@ -148,6 +149,45 @@ teardown() {
   run jq -r '.state, .detail' "$RUN/lab-health.json"
   assert_line --index 0 unhealthy
   assert_line --index 1 --partial "every ceph-osd of the lab is down"
+}
+
+# The stand-in lab for quick readings: its daemons' pid files under a run root, and no
+# client mount to look for (the stand-in has none).
+quick_lab() {
+  mkdir -p "$BATS_TEST_TMPDIR/runroot/mon0"
+  jq --arg r "$BATS_TEST_TMPDIR/runroot" '.local.run_root = $r | .clients = []' "$KIT/build/wd/inventory.json" \
+    >"$BATS_TEST_TMPDIR/inv" && mv "$BATS_TEST_TMPDIR/inv" "$KIT/build/wd/inventory.json"
+}
+
+@test "quick readings ask no role, the first one included (make bench checked the lab just before)" {
+  quick_lab
+  start_bench
+  PFSLAB_WATCHDOG_FULL_EVERY=1000 watch
+  # A reading a second for 5 s, every one quick.
+  sleep 5
+  kill "$BENCH"
+  wait "$WATCHDOG"
+  assert [ ! -e "$HEALTH/calls" ]
+  assert [ ! -e "$RUN/lab-health.json" ]
+}
+
+@test "a daemon a quick reading finds gone is judged by a full one: the only MDS down ends the run" {
+  quick_lab
+  sleep 600 &
+  MDS=$!
+  echo "$MDS" >"$BATS_TEST_TMPDIR/runroot/mon0/ceph-mds.mon0.pid"
+  start_bench
+  PFSLAB_WATCHDOG_FULL_EVERY=1000 watch
+  # The first readings (quick) find it; then the MDS goes.
+  sleep 1.5
+  kill "$MDS"
+  echo "1 ceph-mds.mon0: not running" >"$HEALTH/mds.mon0"
+  for _ in $(seq 150); do kill -0 "$WATCHDOG" 2>/dev/null || break; sleep 0.1; done
+  run kill -0 "$WATCHDOG"
+  assert_failure  # it ended the run, in seconds, not at the next full reading
+  run jq -r '.state, .detail' "$RUN/lab-health.json"
+  assert_line --index 0 unhealthy
+  assert_line --index 1 --partial "every ceph-mds of the lab is down"
 }
 
 @test "bad arguments: one line, exit 2" {

@@ -3,7 +3,8 @@
 For every seed lab, ``reframe -c reframe/ --dry-run --system <lab>`` runs in a
 temporary kit tree whose ``build/`` is empty (so a lab running in this checkout is
 not the active one), with its own run directory. Each generated ``rfm_job.sh`` is read
-back, every ``pfslab_step N OUTPUT 'COMMAND'`` line is shlex-split, and the tokens are
+back, every ``pfslab_step N OUTPUT 'COMMAND'`` line and the executable's line (the one
+before ``pfslab_done``: launcher, tool, options) is shlex-split, and the tokens are
 compared, flag by flag, with the command the seed prints, its variables ($Threads,
 my_hosts.$Threads, $Directories, $Size ...) filled in. Where a seed prints no
 command (NSS, the CephFS study, PixStor's FIO) the parameters it states are checked.
@@ -71,8 +72,12 @@ class DryRun:
 
 def read_job(case: str, stage: Path) -> Job:
     job = Job(case, stage)
-    for line in (stage / "rfm_job.sh").read_text().splitlines():
-        if line.startswith("mkdir -p "):
+    lines = (stage / "rfm_job.sh").read_text().splitlines()
+    for before, line in zip(["", *lines], lines):
+        if line.startswith("pfslab_done "):
+            # The measured step: ReFrame's executable, after its launcher.
+            job.events.append(("run", shlex.split(before)))
+        elif line.startswith("mkdir -p "):
             job.scratch = shlex.split(line)[2]
         elif line.strip() == '"$PFSLAB_ROOT/scripts/drop-caches"':
             job.events.append(("drop", []))
@@ -606,7 +611,7 @@ def test_a_slurm_labs_job_asks_for_its_access_options_and_the_cases_allocation(s
                 f"--ntasks={threads}", f"--nodes={nodes}", f"--ntasks-per-node={-(-threads // nodes)}",
                 "--exclusive"} <= set(sbatch), (case, sbatch)
         text = job.file("rfm_job.sh")
-        # The steps start their own ranks: the job's last line runs as it is, not under srun.
+        # The job ends with its steps' status, the measured one's included.
         assert text.splitlines()[-1] == 'exit "$pfslab_status"', case
         assert "--hostfile" not in text and "--allow-run-as-root" not in text and "plm_rsh_agent" not in text, case
 

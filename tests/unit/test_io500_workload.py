@@ -136,8 +136,9 @@ def test_reframe_dry_run_of_the_local_case_writes_a_config_io500_reads(tmp_path:
     stage = Path(testcase["stagedir"])
     lines = (stage / "rfm_job.sh").read_text().splitlines()
     scratch = next(shlex.split(line)[2] for line in lines if line.startswith("mkdir -p "))
-    [step] = [shlex.split(line) for line in lines if line.startswith("pfslab_step ")]
-    assert shlex.split(step[3]) == ["mpirun", "-np", "2", "--hostfile", f"{stage}/hosts.2", "--map-by", "node",
+    # IO500 is the job's executable: its line is the one before its status is printed.
+    [step] = [shlex.split(before) for before, line in zip(lines, lines[1:]) if line.startswith("pfslab_done ")]
+    assert step == ["mpirun", "-np", "2", "--hostfile", f"{stage}/hosts.2", "--map-by", "node",
                                     str(stub), f"{stage}/io500.ini"]
     assert "io500-results" in testcase["keep_files"]
     config_text = (stage / "io500.ini").read_text()

@@ -20,7 +20,7 @@ def run_job(tmp_path: Path, transient: str, command: str) -> tuple[int, str]:
     script = tmp_path / "job.sh"
     script.write_text("\n".join(lines) + "\n")
     done = subprocess.run(["sh", str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    return done.returncode, done.stdout
+    return done.returncode, done.stderr
 
 
 def flaky_tool(tmp_path: Path, failures: int, message: str = REFUSED) -> str:

@@ -89,8 +89,8 @@ def test_a_local_lab_without_a_scheduler_keeps_this_machines_partition(run_dir: 
     monkeypatch.setattr(state, "active_lab", lambda: "local")
     monkeypatch.setattr(state, "inventory", lambda lab: {"lab": lab, "title": "t", "nodes": [], "clients": []})
     (partition,) = rfmconfig.build(["-r"])["systems"][0]["partitions"]
-    assert partition == {"name": "clients", "descr": "clients of lab local", "scheduler": "local", "launcher": "local",
-                         "environs": ["pfslab"], "max_jobs": 1}
+    assert partition == {"name": "clients", "descr": "clients of lab local", "scheduler": "local",
+                         "launcher": "lab-mpirun", "environs": ["pfslab"], "max_jobs": 1}
 
 
 def slurm_lab(**access: str) -> dict[str, Any]:
@@ -99,9 +99,9 @@ def slurm_lab(**access: str) -> dict[str, Any]:
     return lab
 
 
-@pytest.mark.parametrize("launcher", ["srun", "mpirun"])
+@pytest.mark.parametrize(("launcher", "reframes"), [("srun", "srun"), ("mpirun", "lab-mpirun")])
 def test_the_running_slurm_lab_submits_one_batch_job_at_a_time_with_its_access_options(
-    run_dir: Path, monkeypatch: pytest.MonkeyPatch, launcher: str,
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, launcher: str, reframes: str,
 ) -> None:
     lab = slurm_lab(partition="batch", account="acct-1", qos="normal", constraint="ssd", launcher=launcher)
     monkeypatch.setattr(state, "active_lab", lambda: "local-slurm")
@@ -111,7 +111,7 @@ def test_the_running_slurm_lab_submits_one_batch_job_at_a_time_with_its_access_o
     assert first["name"] == "local-slurm" and first["hostnames"] == [".*"]
     (partition,) = first["partitions"]
     # ReFrame's sbatch backend that follows jobs with squeue: the kit's Slurm has no slurmdbd for sacct.
-    assert partition["scheduler"] == "squeue" and partition["launcher"] == launcher and partition["max_jobs"] == 1
+    assert partition["scheduler"] == "squeue" and partition["launcher"] == reframes and partition["max_jobs"] == 1
     assert partition["access"] == ["--partition=batch", "--account=acct-1", "--qos=normal", "--constraint=ssd"]
 
 
