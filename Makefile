@@ -157,7 +157,7 @@ test: deps-test ## All offline tests: pytest, bats, terraform, shellcheck, mypy,
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-python test-bats test-terraform lint checkov
 
 test-python: ## Unit tests of the kit's Python code (parsers, labs, workloads, verdicts)
-	$(PYTHON) -m pytest -q tests/unit
+	$(PYTHON) -m pytest -q --durations=15 tests/unit
 
 test-bats: ## Shell tests of the scripts and roles (bats)
 	bats tests/bats
@@ -180,7 +180,7 @@ lock: ## On a host that reaches PyPI: regenerate the hash-locked requirements*.l
 test-images: ## The qemu image for real: build + boot (root, Debian mirror; about 10-15 min under TCG)
 	PFSLAB_TEST_IMAGES=1 bats tests/images
 
-test-lab: ## The local lab for real from a clone at a random path: failed lab-ups undone, up, repair, quick suite, down; two checkouts (root; CI runs it; TESTS='tests/lab/<file>.bats ...' runs those only)
+test-lab: ## The local lab for real from a clone at a random path: failed lab-ups undone, up, repair, demo, faults, down; two checkouts (root; CI runs it; TESTS='tests/lab/<file>.bats ...' runs those only)
 	scripts/test-lab $(TESTS)
 
 test-cloud: ## Terraform applied for real to an EC2 API emulator: lab-up, lab-down, killed applies, leftovers, expiry (CI runs it)
