@@ -6,7 +6,7 @@ the seeds' IOR/mdtest 3.3.0, Open MPI 4.1.8, fio 3.19, IOzone). A lab names its 
 ``benchmark.toolchain``; it is part of the lab (and of the resolved lab a remote lab's
 login node gets), so every run of the lab, wherever it is launched, uses the same tools,
 and the command lines are rendered for the versions in that view (the IOR option syntax:
-pfslab/ior_options.py).
+pfslab/tools/ior_options.py).
 
 Where the lab's source states the versions it ran (``benchmark.source_tools``), each
 one the view does not have is a departure, listed by ``pfslab lab deviations`` with the

@@ -1,5 +1,5 @@
-"""IOR and mdtest options against the IOR release that runs them (pfslab/ior_options.py,
-spack/ior-options.json), IOzone sizes as IOzone reads them (pfslab/iozone_options.py),
+"""IOR and mdtest options against the IOR release that runs them (pfslab/tools/ior_options.py,
+spack/ior-options.json), IOzone sizes as IOzone reads them (pfslab/tools/iozone_options.py),
 and the toolchain view each lab runs (pfslab/toolchain.py).
 
 spack/ior-options.json is derived from IOR's source at tags 3.3.0 and 4.0.0 (its sources
@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from pfslab import deviations, ior_options, iozone_options, labs, toolchain, workloads
+from pfslab import deviations, labs, toolchain, workloads
+from pfslab.tools import ior_options, iozone_options
 from pfslab.units import format_size
 
 V3, V4 = "3.3.0", "4.0.0"

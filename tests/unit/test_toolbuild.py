@@ -22,8 +22,8 @@ import pytest
 
 from pfslab import rfm_paths
 from pfslab import toolbuild as tools
-from pfslab.parsers import ior as ior_parser
-from pfslab.parsers import mdtest as mdtest_parser
+from pfslab.tools import ior as ior_parser
+from pfslab.tools import mdtest as mdtest_parser
 
 KIT = Path(__file__).resolve().parents[2]
 REGISTRY = tools.load()
