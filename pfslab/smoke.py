@@ -30,7 +30,8 @@ from pathlib import PurePath
 from typing import Any
 
 from pfslab import distribution, labs, mpi_options, registry, state, toolchain, tools, workloads
-from pfslab.tools import io500_config, ior_options, iozone_options
+from pfslab.tools import io500_config, iozone_options
+from pfslab.tools.base import program_index
 from pfslab.units import parse_size
 
 #: Ranks (MPI) or threads (IOzone, fio jobs) a smoke runs at most.
@@ -189,19 +190,11 @@ def _mpi(lab: dict[str, Any]) -> mpi_options.OpenMPI | None:
 
 
 def _program_index(tokens: list[str], tool: str) -> int:
-    executable = tools.executable(tool)
-    for index, token in enumerate(tokens):
-        if PurePath(token).name == executable:
-            return index
-    raise ValueError(f"no {executable} in {' '.join(tokens)}")
+    return program_index(tokens, tools.executable(tool))
 
 
 def table_problems(lab: dict[str, Any], tool: str, tokens: list[str], env: dict[str, str]) -> list[str]:
-    problems: list[str] = []
-    if tool in ior_options.TOOLS:
-        problems += ior_options.check_command(ior_options.for_lab(lab), tokens, tool)
-    if tool == "iozone":
-        problems += iozone_options.check_args(tokens[_program_index(tokens, tool) + 1:])
+    problems = tools.module(tool).check_command(lab, tokens)
     mpi = _mpi(lab)
     if mpi is not None and tokens and PurePath(tokens[0]).name in ("mpirun", "mpiexec"):
         problems += mpi_options.check_command(mpi, tokens) + mpi_options.check_env(mpi, env)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pfslab.results import ParseError, ParseResult
 from pfslab.tools import fio, io500, ioshell, iozone, ior, lammps, mdtest
@@ -37,6 +37,8 @@ class Tool(Protocol):
     def render_step(self, inp: StepInput) -> Step: ...
 
     def parse(self, text: str) -> ParseResult: ...
+
+    def check_command(self, lab: dict[str, Any], tokens: list[str]) -> list[str]: ...  # its option tables' verdict
 
 
 #: Tool name (as in lab files and on the command line of ``pfslab parse``) -> its module.

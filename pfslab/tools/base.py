@@ -7,6 +7,7 @@ batch job). No tool module imports :mod:`pfslab.workloads`; it imports them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from pfslab import distribution, scheduler
@@ -114,6 +115,19 @@ def nodes_used(point: tuple[int, int | None], clients: int) -> int:
     """The client nodes a point (threads, nodes) runs on: its nodes, else one per thread up to every client."""
     threads, nodes = point
     return nodes if nodes is not None else min(threads, clients)
+
+
+def program_index(tokens: list[str], executable: str) -> int:
+    """Where the program ``executable`` is among a command's tokens (after what starts its ranks)."""
+    for index, token in enumerate(tokens):
+        if PurePath(token).name == executable:
+            return index
+    raise ValueError(f"no {executable} in {' '.join(tokens)}")
+
+
+def no_table(lab: dict[str, Any], tokens: list[str]) -> list[str]:
+    """A tool whose options the kit keeps no table of: nothing to check."""
+    return []
 
 
 def _mpirun(line: str, np: int, hostfile: str) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 
 from pfslab import distribution
 from pfslab.results import Operation, ParseError, ParseResult
-from pfslab.tools.base import JobInput, Step, StepInput, need_launcher, start
+from pfslab.tools.base import JobInput, Step, StepInput, need_launcher, no_table, start
 from pfslab.units import format_size
 
 TOOL = "fio"
@@ -282,3 +282,7 @@ def render_step(inp: StepInput) -> Step:
     if rank_dir != ctx.work_dir:
         step.collect = f"{rank_dir}/{inp.tag}.fio.*.json"
     return step
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

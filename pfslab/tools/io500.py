@@ -34,7 +34,7 @@ import re
 
 from pfslab.results import Operation, ParseError, ParseResult
 from pfslab.tools import io500_config
-from pfslab.tools.base import JobInput, Step, StepInput, WorkloadError, mpi_step
+from pfslab.tools.base import JobInput, Step, StepInput, WorkloadError, mpi_step, no_table
 from pfslab.units import format_size
 
 TOOL = "io500"
@@ -199,3 +199,7 @@ def render_step(inp: StepInput) -> Step:
         # Rank 0 writes IO500's result directory where it runs: moved beside the job's outputs.
         step.collect = f"{inp.ctx.rank_dir}/{io500_config.RESULT_DIR}"
     return step
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

@@ -448,3 +448,8 @@ def prepare(job: JobInput) -> None:
 
 def render_step(inp: StepInput) -> Step:
     return mpi_step(inp)
+
+
+def check_command(lab: dict[str, Any], tokens: list[str]) -> list[str]:
+    """What the option tables of the lab's IOR release reject in the rendered line ``tokens``."""
+    return ior_options.check_command(ior_options.for_lab(lab), tokens, TOOL)

@@ -43,7 +43,7 @@ import re
 from typing import Any
 
 from pfslab.results import Operation, ParseError, ParseResult, operation_from_values
-from pfslab.tools.base import JobInput, Step, StepInput, mpi_step
+from pfslab.tools.base import JobInput, Step, StepInput, no_table
 from pfslab.units import format_size
 
 TOOL = "ioshell"
@@ -185,3 +185,7 @@ def prepare(job: JobInput) -> None:
 def render_step(inp: StepInput) -> Step:
     """io_shell as it is (one process: it starts no ranks of its own here)."""
     return inp.step(f"{inp.ctx.tool_path} {inp.args}")
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

@@ -51,7 +51,7 @@ from typing import Any
 from pfslab import distribution
 from pfslab.results import ParseError, ParseResult, operation_from_values
 from pfslab.tools import iozone_options
-from pfslab.tools.base import JobInput, Step, StepInput
+from pfslab.tools.base import JobInput, Step, StepInput, program_index
 
 TOOL = "iozone"
 #: The program the nodes run.
@@ -276,3 +276,8 @@ def render_step(inp: StepInput) -> Step:
     # local lab needs it: there the host's name resolves to loopback.
     master = f" -+h {inp.ctx.iozone_master}" if inp.ctx.iozone_master else ""
     return inp.step(f"{inp.ctx.tool_path} {inp.args}{master}", transient=START_FAILURE)
+
+
+def check_command(lab: dict[str, Any], tokens: list[str]) -> list[str]:
+    """What IOzone would misread in the rendered line ``tokens`` (its size suffixes)."""
+    return iozone_options.check_args(tokens[program_index(tokens, EXECUTABLE) + 1:])

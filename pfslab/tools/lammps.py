@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from pfslab.results import Operation, ParseError, ParseResult
-from pfslab.tools.base import JobInput, Step, StepInput, mpi_step
+from pfslab.tools.base import JobInput, Step, StepInput, mpi_step, no_table
 from pfslab.units import format_size
 
 TOOL = "lammps"
@@ -165,3 +165,7 @@ def prepare(job: JobInput) -> None:
 
 def render_step(inp: StepInput) -> Step:
     return mpi_step(inp)
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

@@ -38,6 +38,7 @@ import shlex
 from typing import Any
 
 from pfslab.results import Operation, ParseError, ParseResult
+from pfslab.tools import ior_options
 from pfslab.tools.base import JobInput, Step, StepInput, mpi_step
 from pfslab.units import format_size
 
@@ -164,3 +165,8 @@ def prepare(job: JobInput) -> None:
 
 def render_step(inp: StepInput) -> Step:
     return mpi_step(inp)
+
+
+def check_command(lab: dict[str, Any], tokens: list[str]) -> list[str]:
+    """What the option tables of the lab's IOR release reject in the rendered line ``tokens``."""
+    return ior_options.check_command(ior_options.for_lab(lab), tokens, TOOL)
