@@ -57,9 +57,9 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         print("\n".join(labs.lab_names()))
         return 0
     if args.lab_command == "export":
-        from pfslab import layout
+        from pfslab import labexport
 
-        written = layout.export(Path(args.directory))
+        written = labexport.export(Path(args.directory))
         print(f"{written} resolved lab(s) in {args.directory}")
         return 0
     if args.lab_command == "docs":
