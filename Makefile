@@ -86,7 +86,7 @@ toolchain: ## Install the pinned benchmark toolchain with Spack (/opt/pfslab/vie
 	MIRROR='$(MIRROR)' PFSLAB_BUNDLE_KEY='$(BUNDLE_KEY)' PFSLAB_TOOLCHAIN_FILESYSTEM='$(FILESYSTEM)' scripts/toolchain
 
 tools: ## Without Spack: build IOR/mdtest 4.0.0 and 3.3.0 and IO500 from pinned commits (registry/tools.json) into build/tools; TOOLS_MIRROR=<dir> builds offline
-	python3 -m pfslab.tools $(if $(TOOLS_MIRROR),--mirror $(call sq,$(TOOLS_MIRROR)),)
+	python3 -m pfslab.toolbuild $(if $(TOOLS_MIRROR),--mirror $(call sq,$(TOOLS_MIRROR)),)
 
 smoke: ## Run every job of every lab (LABS="a b") at tiny scale here: the tools, versions and options the real run uses; fails naming the line (SMOKE_REQUIRE=ior,mdtest, SCRATCH=dir)
 	$(PFSLAB) smoke $(foreach l,$(LABS),$(call sq,$(l))) $(if $(SCRATCH),--scratch $(call sq,$(SCRATCH)),) $(if $(SMOKE_REQUIRE),--require $(call sq,$(SMOKE_REQUIRE)),)

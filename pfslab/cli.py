@@ -26,12 +26,12 @@ class UsageError(KitError):
 # ---- parse ---------------------------------------------------------------------------
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    from pfslab import parsers
+    from pfslab import tools
 
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
-    json.dump(parsers.parse_file(args.tool, path).as_dict(), sys.stdout, indent=2)
+    json.dump(tools.parse_file(args.tool, path).as_dict(), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
 
@@ -57,9 +57,9 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         print("\n".join(labs.lab_names()))
         return 0
     if args.lab_command == "export":
-        from pfslab import layout
+        from pfslab import labexport
 
-        written = layout.export(Path(args.directory))
+        written = labexport.export(Path(args.directory))
         print(f"{written} resolved lab(s) in {args.directory}")
         return 0
     if args.lab_command == "docs":

@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from pfslab import labs, toolchain
+
 
 @dataclass(frozen=True)
 class Deviation:
@@ -43,8 +45,6 @@ def _text(value: Any) -> str:
 def _chain(path: Path, labs_dir: Path | None) -> list[tuple[Path, dict[str, Any]]]:
     """The lab file and the files it ``extends``, base first (read raw: each entry is
     attributed to the file that writes it)."""
-    from pfslab import labs
-
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, dict):
         return []
@@ -70,8 +70,6 @@ def declared(path: Path, labs_dir: Path | None = None) -> list[Deviation]:
 
 def derived(lab: dict[str, Any]) -> list[Deviation]:
     """Departures the lab's data states: seed_args, launcher lines, tool versions, release."""
-    from pfslab import toolchain
-
     out = []
     launcher = lab.get("launcher", {})
     why_launcher = _text(launcher.get("deviation") or "the lab file's launcher.deviation gives no reason")
@@ -89,12 +87,31 @@ def derived(lab: dict[str, Any]) -> list[Deviation]:
                                      f"(workloads[{workload['id']}].steps[{index}].args)",
                                      _text(step["seed_args"]), _text(step["args"]), _text(step.get("deviation")),
                                      _file_writing(lab["name"], "workloads")))
-    return out + toolchain.deviations(lab) + release(lab)
+    return out + toolchain_versions(lab) + release(lab)
+
+
+def toolchain_versions(lab: dict[str, Any]) -> list[Deviation]:
+    """Every tool whose version the lab's source states and its view runs another of."""
+    stated = labs.setting(lab, "benchmark.source_tools") or {}
+    view = toolchain.view_of(lab)
+    have = toolchain.versions(view)
+    reasons = toolchain.seed_reasons()
+    out = []
+    for tool, seed_versions in sorted(stated.items()):
+        for seed in [seed_versions] if isinstance(seed_versions, str) else seed_versions:
+            runs = have.get(tool)
+            if runs is not None and toolchain.same_version(runs, seed):
+                continue
+            why = reasons.get((tool, seed), (None, "spack/spack.yaml has no '# seed:' line for it"))[1]
+            kit = f"{tool} {runs}" if runs else f"no {tool}"
+            out.append(Deviation(f"{tool} version (benchmark.toolchain: the {view} view, {toolchain.root(view)})",
+                                 f"{tool} {seed}", kit, why, "spack/spack.yaml"))
+    return out
 
 
 def release(lab: dict[str, Any]) -> list[Deviation]:
     """The file system release the nodes run, where it is not the one the source ran."""
-    from pfslab import labs, registry
+    from pfslab import registry
 
     rel = labs.release(lab)
     if not rel["characterised"]:
@@ -124,8 +141,6 @@ def listing(lab: dict[str, Any], path: Path) -> list[Deviation]:
 def _file_writing(name: str, key: str) -> str:
     """The lab file that writes a lab's ``key``: its own, or that of the lab it
     reproduces (workloads only) or extends (labs.resolve takes it from there)."""
-    from pfslab import labs
-
     path = labs.lab_path(name)
     data = yaml.safe_load(path.read_text()) or {}
     for parent in ("reproduces", "extends") if key == "workloads" else ("extends",):

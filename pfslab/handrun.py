@@ -14,9 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, workloads
+from pfslab import KIT_ROOT, tools, workloads
 from pfslab.errors import KitError
-from pfslab.parsers import parse_text
 from pfslab.rfm_paths import tool_search_path
 from pfslab.units import convert
 
@@ -93,7 +92,7 @@ def run_case(
             for op in step.measures:
                 total, unit = 0.0, ""
                 for text in texts:
-                    figure = parse_text(str(workload["tool"]), text).operation(op)
+                    figure = tools.parse_text(str(workload["tool"]), text).operation(op)
                     unit = unit or figure.unit
                     total += convert(figure.mean, figure.unit, unit)
                 figures[op] = (total, unit)

@@ -27,9 +27,8 @@ from reframe.core.exceptions import SanityError
 from reframe.core.meta import make_test
 from reframe.utility import typecheck as typ
 
-from pfslab import KIT_ROOT, io500, labs, registry, scheduler, state, thresholds, workloads
+from pfslab import KIT_ROOT, labs, registry, scheduler, state, thresholds, tools, workloads
 from pfslab import launcher as launcher_of
-from pfslab.parsers import parse_text
 from pfslab.rfm_launcher import LabMpirun
 from pfslab.rfm_paths import tool_search_path
 from pfslab.results import Operation, ParseError, ParseResult
@@ -221,7 +220,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
                 f"lab {case.lab} is {fs_type}"
             )
         tool = self.workload_config["tool"]
-        executable = workloads.EXECUTABLES.get(tool, tool)
+        executable = tools.executable(tool)
         if inventory is None:
             # A dry run for a lab elsewhere: its nodes find the tool on their own
             # path (the toolchain view), not where this machine has it.
@@ -271,9 +270,8 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             for step in self.rendered.steps if step.kind == "run"
             for p in [step.output]
         ]
-        if tool == "io500":
-            # IO500's own result directory (result.txt, each phase's output): kept with the run.
-            self.keep_files.append(io500.RESULT_DIR)
+        # What the tool leaves beside its output (IO500's result directory): kept with the run.
+        self.keep_files += tools.module(tool).KEEP
         self._set_references()
 
     def _ask_for_allocation(self, clients: int) -> None:
@@ -384,7 +382,7 @@ class WorkloadTest(rfm.RunOnlyRegressionTest):
             if not os.path.isfile(path) or os.path.getsize(path) == 0:
                 raise ParseError(f"step {n} wrote nothing to {os.path.basename(path)}")
             with open(path, errors="replace") as handle:
-                results.append(parse_text(self.workload_config["tool"], handle.read()))
+                results.append(tools.parse_text(self.workload_config["tool"], handle.read()))
         return results[0] if len(results) == 1 else _sum_results(results)
 
     def _samples(self) -> dict[str, tuple[str, list[float]]]:

@@ -3,7 +3,7 @@
 ReFrame's ``mpirun`` launcher writes ``mpirun -np N`` and nothing else; a lab's line
 also names its hostfile, its mapping and whatever its fabric needs (``--mca ...``), and
 a seed lab's line is the seed's own. This launcher writes the line the kit rendered for
-the test (:func:`pfslab.workloads._start`: the lab's mpirun line with the case's rank
+the test (:func:`pfslab.tools.base.start`: the lab's mpirun line with the case's rank
 count and hostfile, or without the hostfile inside a Slurm allocation). The rsh agent
 and MCA settings stay in the job's environment (``env_vars``), as on every lab.
 """

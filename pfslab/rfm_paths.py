@@ -11,7 +11,7 @@ from pfslab import KIT_ROOT
 #: The toolchain's default Spack view (spack/spack.yaml); images and `make toolchain` put it here.
 DEFAULT_VIEW = "/opt/pfslab/view"
 
-#: Where `make tools` installs IOR, mdtest and IO500 built without Spack (pfslab/tools.py),
+#: Where `make tools` installs IOR, mdtest and IO500 built without Spack (pfslab/toolbuild.py),
 #: with views named as the toolchain's: view (IOR 4.0.0, IO500), view-seed (IOR 3.3.0).
 BUILT_TOOLS: Path = KIT_ROOT / "build" / "tools"
 

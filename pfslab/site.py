@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab import provenance, rfm_paths, workloads
+from pfslab import provenance, rfm_paths
+from pfslab.tools import executable
 from pfslab.errors import KitError
 
 #: The file that proves a scratch directory is the kit's (JSON: lab, instance, created).
@@ -80,7 +81,7 @@ def executables(lab: dict[str, Any]) -> list[str]:
     """The commands the lab's workloads run, each once, in workload order."""
     seen: list[str] = []
     for workload in lab.get("workloads", []):
-        exe = workloads.EXECUTABLES.get(workload["tool"], workload["tool"])
+        exe = executable(workload["tool"])
         if exe not in seen:
             seen.append(exe)
     return seen

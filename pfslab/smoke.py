@@ -18,7 +18,7 @@ spack/openmpi-components.json for the lab's Open MPI), and then scaled down:
 - the hostfiles and IOzone thread lists name this machine.
 
 IOzone reads ``-s 8t`` as 8 KiB without a word, so running it cannot catch a wrong
-suffix; the check of the exact line (pfslab/iozone_options.py: k, m, g only) does.
+suffix; the check of the exact line (pfslab/tools/iozone_options.py: k, m, g only) does.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from pfslab import distribution, io500, ior_options, iozone_options, labs, mpi_options, registry, state, toolchain, workloads
+from pfslab import distribution, labs, mpi_options, registry, state, toolchain, tools, workloads
+from pfslab.tools import io500_config, iozone_options
+from pfslab.tools.base import program_index
 from pfslab.units import parse_size
 
 #: Ranks (MPI) or threads (IOzone, fio jobs) a smoke runs at most.
@@ -188,19 +190,11 @@ def _mpi(lab: dict[str, Any]) -> mpi_options.OpenMPI | None:
 
 
 def _program_index(tokens: list[str], tool: str) -> int:
-    executable = workloads.EXECUTABLES.get(tool, tool)
-    for index, token in enumerate(tokens):
-        if PurePath(token).name == executable:
-            return index
-    raise ValueError(f"no {executable} in {' '.join(tokens)}")
+    return program_index(tokens, tools.executable(tool))
 
 
 def table_problems(lab: dict[str, Any], tool: str, tokens: list[str], env: dict[str, str]) -> list[str]:
-    problems: list[str] = []
-    if tool in ior_options.TOOLS:
-        problems += ior_options.check_command(ior_options.for_lab(lab), tokens, tool)
-    if tool == "iozone":
-        problems += iozone_options.check_args(tokens[_program_index(tokens, tool) + 1:])
+    problems = tools.module(tool).check_command(lab, tokens)
     mpi = _mpi(lab)
     if mpi is not None and tokens and PurePath(tokens[0]).name in ("mpirun", "mpiexec"):
         problems += mpi_options.check_command(mpi, tokens) + mpi_options.check_env(mpi, env)
@@ -218,7 +212,7 @@ def _scaled_files(files: dict[str, str], ranks: int, threads: int, scratch: str,
             out[name] = distribution.hostfile(ranks, ["localhost"])
         elif name.startswith("threadlist."):
             out[name] = distribution.iozone_threadlist(threads, ["localhost"], scratch, tool_path)
-        elif name == io500.CONFIG_FILE:
+        elif name == io500_config.CONFIG_FILE:
             # A time, scaled as the others: on a fast local scratch the quick sizes ran out
             # before a 5 s stonewall (IO500 then marks the run invalid, rightly); 1 s ends
             # every write phase first and keeps the smoke short.
@@ -294,10 +288,10 @@ def plan_lab(name: str, work_dir: str, scratch_dir: str, tool_paths: dict[str, s
     lab = state.lab(name)
     launcher = launcher_of.for_dry_run(lab)
     clients = [workloads.Client(n["name"], n["name"]) for n in labs.client_nodes(lab)]
-    tools = sorted({w["tool"] for w in lab.get("workloads", [])}
+    used = sorted({w["tool"] for w in lab.get("workloads", [])}
                    | {w["tool"] for imported in lab.get("imports", []) for w in labs.load(imported).get("workloads", [])})
     plans: list[StepPlan] = []
-    for tool in tools:
+    for tool in used:
         for case in workloads.cases(tool, [name]):
             workload = workloads.find(lab, case.workload)
             fs_type = lab["filesystem"]["type"]
@@ -305,7 +299,7 @@ def plan_lab(name: str, work_dir: str, scratch_dir: str, tool_paths: dict[str, s
                 continue  # the real run skips it too (reframe/pfslab/rfm.py)
             ctx = workloads.Context(
                 clients=clients, scratch_dir=scratch_dir, work_dir=work_dir,
-                tool_path=tool_paths.get(tool, workloads.EXECUTABLES.get(tool, tool)),
+                tool_path=tool_paths.get(tool, tools.executable(tool)),
                 iozone_master=launcher.get("master_address"),
                 hostfile_slots=lab.get("launcher", {}).get("hostfile_slots", True),
                 rank_dir=None if registry.target_of(lab).namespaces else scratch_dir,

@@ -32,12 +32,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, labs, state, toolchain, workloads
+from pfslab import KIT_ROOT, labs, state, toolchain
 from pfslab.launcher import LAUNCHER_FILE
-from pfslab.parsers import parse_text
 from pfslab.results import ParseError
 from pfslab.rfm_paths import BUILT_TOOLS, tool_search_path
 from pfslab.smoke import StepPlan, plan_lab
+from pfslab.tools import executable, parse_text
 
 REPORT_DIR = KIT_ROOT / "build" / "smoke"
 #: The longest one scaled step may take.
@@ -74,7 +74,7 @@ class Job:
 
 def find_tool(lab: dict[str, Any], tool: str) -> tuple[str | None, str]:
     """(path, why not) of the binary the lab's job runs here."""
-    exe = workloads.EXECUTABLES.get(tool, tool)
+    exe = executable(tool)
     if tool in PINNED:
         view = toolchain.view_of(lab)
         root = toolchain.root(view)

@@ -6,11 +6,11 @@ the seeds' IOR/mdtest 3.3.0, Open MPI 4.1.8, fio 3.19, IOzone). A lab names its 
 ``benchmark.toolchain``; it is part of the lab (and of the resolved lab a remote lab's
 login node gets), so every run of the lab, wherever it is launched, uses the same tools,
 and the command lines are rendered for the versions in that view (the IOR option syntax:
-pfslab/ior_options.py).
+pfslab/tools/ior_options.py).
 
 Where the lab's source states the versions it ran (``benchmark.source_tools``), each
 one the view does not have is a departure, listed by ``pfslab lab deviations`` with the
-reason spack.yaml's ``# seed:`` line gives for its stand-in.
+reason spack.yaml's ``# seed:`` line gives for its stand-in (pfslab/deviations.py reads them here).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 import yaml
 
 from pfslab import KIT_ROOT, labs
-from pfslab.deviations import Deviation
 
 SPACK_YAML = KIT_ROOT / "spack" / "spack.yaml"
 
@@ -102,7 +101,7 @@ def tool_version(lab: dict[str, Any], tool: str) -> str:
     return have[tool]
 
 
-def _same(a: str, b: str) -> bool:
+def same_version(a: str, b: str) -> bool:
     # Spack spells IOzone's releases 3_491; the seeds write 3.487.
     return a.replace("_", ".") == b.replace("_", ".")
 
@@ -115,23 +114,4 @@ def seed_reasons() -> dict[tuple[str, str], tuple[str, str]]:
         if match:
             tool, seed, _source, pin, why = match.groups()
             out[(tool, seed)] = (pin, why)
-    return out
-
-
-def deviations(lab: dict[str, Any]) -> list[Deviation]:
-    """Every tool whose version the lab's source states and its view runs another of."""
-    stated = labs.setting(lab, "benchmark.source_tools") or {}
-    view = view_of(lab)
-    have = versions(view)
-    reasons = seed_reasons()
-    out = []
-    for tool, seed_versions in sorted(stated.items()):
-        for seed in [seed_versions] if isinstance(seed_versions, str) else seed_versions:
-            runs = have.get(tool)
-            if runs is not None and _same(runs, seed):
-                continue
-            why = reasons.get((tool, seed), (None, "spack/spack.yaml has no '# seed:' line for it"))[1]
-            kit = f"{tool} {runs}" if runs else f"no {tool}"
-            out.append(Deviation(f"{tool} version (benchmark.toolchain: the {view} view, {root(view)})",
-                                 f"{tool} {seed}", kit, why, "spack/spack.yaml"))
     return out

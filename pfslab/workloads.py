@@ -3,32 +3,25 @@
 A lab file's workload holds the source's own argument templates (``steps``) and the
 sizes they use. A *case* is one workload at one thread count in one mode. Rendering
 a case gives the exact shell lines a job script runs: no ReFrame here, so the
-rendering is unit-tested against the seeds' command lines.
+rendering is unit-tested against the seeds' command lines. What is the tool's own (its
+command line, the files it needs) is its module's, in pfslab/tools/.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, distribution, io500, ior_options, iozone_options, labs, layout, scheduler, state
-from pfslab.units import format_size, parse_size
-from pfslab.errors import KitError
+from pfslab import KIT_ROOT, labs, layout, state, tools
+from pfslab.tools.base import Client, Context, JobInput, Step, StepInput, WorkloadError, nodes_used
+from pfslab.units import parse_size
 
 MODES: tuple[str, ...] = ("quick", "full")
-MPI_TOOLS: frozenset[str] = frozenset({"ior", "mdtest", "lammps", "io500"})
-#: Executable of each tool where it differs from the tool's name.
-EXECUTABLES: dict[str, str] = {"lammps": "lmp", "ioshell": "io_shell"}
 #: Input templates a workload's `inputs` may name live here.
 INPUTS_DIR: Path = KIT_ROOT / "reframe" / "inputs"
-
-
-class WorkloadError(KitError, ValueError):
-    """A workload cannot be rendered (bad mode, unknown placeholder ...)."""
 
 
 @dataclass(frozen=True)
@@ -193,76 +186,13 @@ def import_points(lab: dict[str, Any], workload: dict[str, Any]) -> list[tuple[i
     return [spanning[0] if spanning else max(points, key=lambda p: (nodes_used(p, clients), p[0]))]
 
 
-def nodes_used(point: tuple[int, int | None], clients: int) -> int:
-    """The client nodes a point (threads, nodes) runs on: its nodes, else one per thread up to every client."""
-    threads, nodes = point
-    return nodes if nodes is not None else min(threads, clients)
-
-
 # ---- rendering ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Client:
-    name: str
-    address: str
-
-
-@dataclass
-class Context:
-    """Where a case runs: everything rendering needs that is not in the lab file."""
-
-    clients: list[Client]
-    scratch_dir: str  # benchmark directory inside the file system (unique per run)
-    work_dir: str  # the job's own directory (hostfiles, outputs); visible to all nodes
-    tool_path: str  # the tool's executable as the nodes see it
-    mpirun: str | None = None  # overrides the lab's launcher line (e.g. for a remote system)
-    iozone_master: str | None = None  # local lab: address IOzone children connect back to
-    hostfile_slots: bool = True
-    # Where each rank writes its own output when work_dir is on the launching node only
-    # (a remote lab's login node): a directory every client sees (the run's scratch in
-    # the file system); the job moves the outputs to work_dir after the step.
-    rank_dir: str | None = None
-    # How each step starts its ranks inside a batch job of the lab's scheduler (srun, or
-    # mpirun without a hostfile; pfslab/scheduler.py), None: the lab's mpirun line and a hostfile.
-    scheduler_launcher: str | None = None
-
-
-@dataclass
-class Step:
-    """One line of the job: a tool run (with the file it prints to) or a cache drop."""
-
-    kind: str  # "run" or "drop-caches"
-    command: str = ""
-    output: str = ""
-    measures: list[str] = field(default_factory=list)
-    prepare: bool = False
-    iteration: int = 1
-    collect: str = ""  # per-rank outputs written elsewhere (Context.rank_dir), moved to work_dir
-    # An extended regex of the tool's own message for a failure to start (nothing
-    # measured): the job tries such a step again, up to twice, keeping each failed output.
-    transient: str = ""
-    # What starts the step's ranks, the head of ``command`` (the lab's mpirun line with
-    # its hostfile, or srun / mpirun inside an allocation); empty: the tool runs as it is.
-    launch: str = ""
-
-    @property
-    def program(self) -> str:
-        """``command`` without what starts its ranks: the tool (or its per-rank shell) and its options."""
-        assert self.command.startswith(self.launch), (self.launch, self.command)
-        return self.command[len(self.launch):].strip()
-
 
 @dataclass
 class Rendered:
     steps: list[Step]
     files: dict[str, str]  # name in work_dir -> content (hostfiles, thread lists)
 
-
-#: IOzone's distributed mode (-+m) before any child measured: the master's connection
-#: to a child's port, opened while the child was still coming up, was refused. Seen in
-#: 2 of 18 IOzone tests of one quick suite on 2 loaded cores (exit 25), each time with
-#: 2 children per client; the same test passed when run again.
-IOZONE_START_FAILURE = r"^(Master|Child): connect failed"
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
@@ -293,8 +223,8 @@ def _values(workload: dict[str, Any], sizes: dict[str, Any], threads: int, ctx: 
         values[key] = str(raw) if isinstance(raw, int) else raw
     if "aggregate" in sizes and "file_size" not in sizes:
         per_thread = parse_size(sizes["aggregate"]) // threads
-        # IOzone reads k, m and g only (-s 8t would be 8 KiB): its sizes in those.
-        values["file_size"] = iozone_options.size(per_thread) if workload["tool"] == "iozone" else format_size(per_thread)
+        # In the syntax the tool reads (IOzone: k, m and g only).
+        values["file_size"] = tools.module(workload["tool"]).size_text(per_thread)
     if "total_files" in sizes:
         items = int(sizes.get("items", 1))
         dirs = int(sizes["total_files"]) // items // threads
@@ -318,21 +248,6 @@ def render_args(template: str, values: dict[str, str], workload_id: str) -> str:
     return _PLACEHOLDER.sub(substitute, template)
 
 
-def _mpirun(line: str, np: int, hostfile: str) -> str:
-    return line.replace("{np}", str(np)).replace("{hostfile}", hostfile)
-
-
-def _start(ctx: Context, line: str | None, np: int, nodes: int, hostfile: str, per_node: int | None = None) -> str:
-    """What starts ``np`` ranks over ``nodes`` clients: srun or mpirun inside the job's
-    allocation, or the lab's mpirun line with ``hostfile`` (written by the caller)."""
-    if ctx.scheduler_launcher == "srun":
-        return scheduler.srun_line(np, nodes, per_node)
-    assert line is not None
-    if ctx.scheduler_launcher == "mpirun":
-        return _mpirun(scheduler.without_hostfile(line), np, "")
-    return _mpirun(line, np, hostfile)
-
-
 def render(lab: dict[str, Any], case: Case, ctx: Context) -> Rendered:
     """The steps of one case (repeated for each iteration) and the files they need."""
     return render_workload(lab, find(lab, case.workload), case, ctx)
@@ -347,20 +262,10 @@ def render_workload(lab: dict[str, Any], workload: dict[str, Any], case: Case, c
         )
     clients = ctx.clients[: case.nodes] if case.nodes is not None else ctx.clients
     values = {**_lab_values(lab), **_values(workload, sizes, case.threads, ctx, case.nodes)}
-    if workload["tool"] == "ior" and "beegfs_targets" in values and "beegfs_chunk" in values:
-        # BeeGFS striping in the syntax of the IOR the lab runs (its toolchain view).
-        values["beegfs_striping"] = ior_options.beegfs_striping(
-            ior_options.for_lab(lab), values["beegfs_targets"], values["beegfs_chunk"])
     files = {name: render_args((INPUTS_DIR / template).read_text(), values, workload["id"])
              for name, template in workload.get("inputs", {}).items()}
-    if workload["tool"] == "io500":
-        # The config IO500 reads, from the lab and the mode (the list's rules in full mode).
-        result_dir = f"{ctx.rank_dir or ctx.work_dir}/{io500.RESULT_DIR}"
-        try:
-            files[io500.CONFIG_FILE] = io500.render(sizes, case.mode, workload["id"], ctx.scratch_dir, result_dir)
-        except io500.ConfigError as err:
-            raise WorkloadError(str(err)) from None
-        values["config"] = f"{ctx.work_dir}/{io500.CONFIG_FILE}"
+    # The tool's own values and files (IOR's BeeGFS striping, IO500's config).
+    tools.module(workload["tool"]).prepare(JobInput(lab, workload, sizes, case.mode, ctx, values, files))
     iterations = iterations_for(workload, case.mode)
     drops = lab.get("os_tuning", {}).get("drop_caches", "never") != "never"
     steps: list[Step] = []
@@ -390,67 +295,16 @@ def _render_step(
     index: int,
     iteration: int,
 ) -> Step:
-    tool = workload["tool"]
-    hosts = [c.address for c in clients]
     args = render_args(spec["args"], values, workload["id"])
     tag = f"step{index + 1}" + (f".it{iteration}" if iterations_for(workload, case.mode) > 1 else "")
-    output = f"{ctx.work_dir}/{tag}.{tool}.out"
     # A seed's own mpirun line belongs to its fabric; on a lab that imports the shape,
     # that lab's line runs it.
     own_launcher = None if "/" in case.workload else workload.get("launcher")
     launcher = ctx.mpirun or own_launcher or lab.get("launcher", {}).get("mpirun")
-    # Inside a batch job, Slurm knows the nodes: no hostfile.
-    hostfiles = ctx.scheduler_launcher is None
-    if tool in MPI_TOOLS:
-        if not launcher and ctx.scheduler_launcher != "srun":
-            raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for {tool}")
-        hostfile = f"{ctx.work_dir}/hosts.{case.sweep_point}"
-        if hostfiles:
-            files[f"hosts.{case.sweep_point}"] = distribution.hostfile(case.threads, hosts, slots=ctx.hostfile_slots)
-        start = _start(ctx, launcher, case.threads, nodes_used((case.threads, case.nodes), len(hosts)), hostfile)
-        command = f"{start} {ctx.tool_path} {args}"
-        step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration,
-                    launch=start)
-        if tool == "io500" and ctx.rank_dir and ctx.rank_dir != ctx.work_dir:
-            # Rank 0 writes IO500's result directory where it runs: moved beside the job's outputs.
-            step.collect = f"{ctx.rank_dir}/{io500.RESULT_DIR}"
-        return step
-    elif tool == "iozone":
-        files[f"threadlist.{case.threads}"] = distribution.iozone_threadlist(
-            case.threads, hosts, ctx.scratch_dir, ctx.tool_path
-        )
-        # -+h: the master's address for the children to connect back to. Only the
-        # local lab needs it: there the host's name resolves to loopback.
-        master = f" -+h {ctx.iozone_master}" if ctx.iozone_master else ""
-        command = f"{ctx.tool_path} {args}{master}"
-        return Step(
-            "run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration,
-            transient=IOZONE_START_FAILURE,
-        )
-    elif tool == "fio":
-        if not launcher and ctx.scheduler_launcher != "srun":
-            raise WorkloadError(f"lab {lab['name']} has no launcher.mpirun line for fio")
-        nodes = min(case.threads, len(hosts))
-        hostfile = f"{ctx.work_dir}/nodes.{nodes}"
-        if hostfiles:
-            files[f"nodes.{nodes}"] = distribution.hostfile(nodes, hosts, slots=ctx.hostfile_slots)
-        # One fio per node; node r runs its round-robin share of the threads as jobs.
-        rank_dir = ctx.rank_dir or ctx.work_dir
-        # srun sets no MPI rank variable, only Slurm's own.
-        rank = "${SLURM_PROCID:-0}" if ctx.scheduler_launcher == "srun" else "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"
-        per_node = (
-            f"r={rank}; "
-            f"exec {ctx.tool_path} --numjobs=$(( {case.threads} / {nodes} + (r < {case.threads} % {nodes}) )) "
-            f"--output={rank_dir}/{tag}.fio.$r.json {args}"
-        )
-        start = _start(ctx, launcher, nodes, nodes, hostfile, per_node=1)
-        command = f"{start} sh -c {shlex.quote(per_node)}"
-        output = f"{ctx.work_dir}/{tag}.fio.*.json"
-        step = Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration,
-                    launch=start)
-        if rank_dir != ctx.work_dir:
-            step.collect = f"{rank_dir}/{tag}.fio.*.json"
-        return step
-    else:
-        command = f"{ctx.tool_path} {args}"
-    return Step("run", command, output, list(spec.get("measures", [])), bool(spec.get("prepare", False)), iteration)
+    inp = StepInput(lab, workload, ctx, [c.address for c in clients], case.threads, case.nodes, case.sweep_point,
+                    spec, iteration, args, tag, launcher, files)
+    return tools.module(workload["tool"]).render_step(inp)
+
+
+# What rendering shares with the tool modules, kept importable from here, where callers met it.
+__all__ = ["Client", "Context", "Step", "WorkloadError", "nodes_used"]

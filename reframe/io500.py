@@ -1,6 +1,6 @@
 """IO500: its standard phases (ior-easy/hard, mdtest-easy/hard, find) and score, over MPI.
 
-The config file is rendered from the lab (pfslab/io500.py): the list's rules in full
+The config file is rendered from the lab (pfslab/tools/io500_config.py): the list's rules in full
 mode, a short stonewall in quick mode (IO500 marks such a run INVALID: the kit shows
 it as not list-valid). A run broken in any other way fails its test.
 """
@@ -9,7 +9,8 @@ import json
 
 from reframe.core.builtins import variable
 
-from pfslab import io500, workloads
+from pfslab import workloads
+from pfslab.tools import io500_config as io500
 from pfslab.results import ParseError
 from pfslab.rfm import WorkloadTest, define_tests
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from pfslab import ior_options, iozone_options, labs, mpi_options, scheduler, toolchain, workloads
+from pfslab import labs, mpi_options, scheduler, toolchain, workloads
+from pfslab.tools import ior_options, iozone_options
 
 KIT = Path(__file__).resolve().parents[2]
 REFRAME = KIT / ".venv" / "bin" / "reframe"

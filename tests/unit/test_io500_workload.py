@@ -1,4 +1,4 @@
-"""IO500 as a workload: its config file rendered from the lab (pfslab/io500.py), the
+"""IO500 as a workload: its config file rendered from the lab (pfslab/tools/io500_config.py), the
 local lab's quick case, what the ReFrame test holds a run to, and the ReFrame dry run
 of that case, whose config the built io500 itself must read.
 """
@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pfslab import io500, labs, workloads
-from pfslab.parsers import io500 as io500_parser
+from pfslab import labs, workloads
+from pfslab.tools import io500_config as io500
+from pfslab.tools import io500 as io500_parser
 
 KIT = Path(__file__).resolve().parents[2]
 REFRAME = KIT / ".venv" / "bin" / "reframe"

@@ -1,5 +1,5 @@
-"""IOR and mdtest options against the IOR release that runs them (pfslab/ior_options.py,
-spack/ior-options.json), IOzone sizes as IOzone reads them (pfslab/iozone_options.py),
+"""IOR and mdtest options against the IOR release that runs them (pfslab/tools/ior_options.py,
+spack/ior-options.json), IOzone sizes as IOzone reads them (pfslab/tools/iozone_options.py),
 and the toolchain view each lab runs (pfslab/toolchain.py).
 
 spack/ior-options.json is derived from IOR's source at tags 3.3.0 and 4.0.0 (its sources
@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from pfslab import deviations, ior_options, iozone_options, labs, toolchain, workloads
+from pfslab import deviations, labs, toolchain, workloads
+from pfslab.tools import ior_options, iozone_options
 from pfslab.units import format_size
 
 V3, V4 = "3.3.0", "4.0.0"
@@ -212,7 +213,7 @@ def test_the_schemas_toolchain_values_are_spacks_views() -> None:
 def test_every_tool_version_a_source_states_and_the_lab_does_not_run_is_declared() -> None:
     """pixstor-capex (seeds 000/004): IOR and mdtest as the seeds; Open MPI, fio and IOzone
     not, each with the reason spack.yaml's '# seed:' line gives."""
-    found = {d.what.split()[0]: d for d in toolchain.deviations(labs.load("pixstor-capex"))}
+    found = {d.what.split()[0]: d for d in deviations.toolchain_versions(labs.load("pixstor-capex"))}
     assert sorted(found) == ["fio", "iozone", "openmpi"]
     assert (found["openmpi"].seed, found["openmpi"].kit) == ("openmpi 4.0.1", "openmpi 4.1.8")
     assert found["openmpi"].what == "openmpi version (benchmark.toolchain: the seed view, /opt/pfslab/view-seed)"
@@ -220,7 +221,7 @@ def test_every_tool_version_a_source_states_and_the_lab_does_not_run_is_declared
     # Switched to the default view, IOR and mdtest 4.0.0 are departures too.
     lab = labs.load("beegfs-medium")
     default = {**lab, "benchmark": {**lab["benchmark"], "toolchain": "default"}}
-    assert {d.seed for d in toolchain.deviations(default)} >= {"ior 3.3.0", "mdtest 3.3.0"}
+    assert {d.seed for d in deviations.toolchain_versions(default)} >= {"ior 3.3.0", "mdtest 3.3.0"}
     # ... and `pfslab lab deviations` and provenance show them, with the step kept beside the seed's.
     stated = {d.what.split(" (")[0] for d in deviations.derived(labs.load("beegfs-small"))}
     assert {"ior arguments of ior-n1", "openmpi version", "iozone version"} <= stated

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from pfslab.rfm import job_prelude
-from pfslab.workloads import IOZONE_START_FAILURE
+from pfslab.tools.iozone import START_FAILURE as IOZONE_START_FAILURE
 
 # IOzone's own lines when the master's connection to a child is refused (a quick suite
 # on the local lab, 2 children per client), exit 25.

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pfslab import labs, layout, registry, state
+from pfslab import labexport, labs, layout, registry, state
 
 PFSLAB = Path(sys.executable).with_name("pfslab")
 
@@ -108,7 +108,7 @@ def test_lab_show_writes_the_layout_for_the_target() -> None:
 
 
 def test_export_plans_each_lab_for_the_targets_it_is_meant_for(tmp_path: Path) -> None:
-    count = layout.export(tmp_path)
+    count = labexport.export(tmp_path)
     pairs = json.loads((tmp_path / "pairs.json").read_text())
     assert count == len(pairs) == len(list(tmp_path.glob("*@*.json")))
     assert pairs["local/local"] == {"file": "local@local.json", "target": "local", "mapped": True, "planned": True}

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pfslab.parsers import fio
+from pfslab.tools import fio
 from pfslab.results import ParseError
 
 Read = Callable[[str], str]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pfslab.parsers import io500, parse_text
+from pfslab.tools import io500, parse_text
 from pfslab.results import ParseError
 
 Read = Callable[[str], str]

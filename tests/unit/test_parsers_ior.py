@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pfslab.parsers import ior
+from pfslab.tools import ior
 from pfslab.results import ParseError
 
 Read = Callable[[str], str]

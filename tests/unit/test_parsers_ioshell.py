@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pfslab.parsers import ioshell
+from pfslab.tools import ioshell
 from pfslab.results import ParseError
 
 Read = Callable[[str], str]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pfslab.parsers import iozone
+from pfslab.tools import iozone
 from pfslab.results import ParseError
 
 Read = Callable[[str], str]

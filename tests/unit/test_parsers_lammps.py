@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pfslab.parsers import lammps
+from pfslab.tools import lammps
 from pfslab.results import ParseError
 
 Read = Callable[[str], str]

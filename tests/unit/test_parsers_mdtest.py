@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pfslab.parsers import mdtest
+from pfslab.tools import mdtest
 from pfslab.results import ParseError
 
 Read = Callable[[str], str]

@@ -1,4 +1,4 @@
-"""The parser registry (``pfslab.parsers``) and ``pfslab parse`` end to end."""
+"""The parser registry (``pfslab.tools``) and ``pfslab parse`` end to end."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pfslab import parsers
+from pfslab import tools
 from pfslab.results import ParseError
 
 KIT = Path(__file__).resolve().parents[2]
@@ -18,15 +18,15 @@ PFSLAB = Path(sys.executable).with_name("pfslab")
 
 
 def test_registry_names_every_tool() -> None:
-    assert set(parsers.PARSERS) == {"ior", "mdtest", "iozone", "fio", "lammps", "ioshell", "io500"}
+    assert set(tools.PARSERS) == {"ior", "mdtest", "iozone", "fio", "lammps", "ioshell", "io500"}
 
 
 def test_unknown_tool_names_itself_and_the_known_ones(fixtures_dir: Path) -> None:
     known = "fio, io500, ior, ioshell, iozone, lammps, mdtest"
     with pytest.raises(ParseError, match=rf"unknown tool 'hacc'; known tools: {known}$"):
-        parsers.parse_text("hacc", "anything")
+        tools.parse_text("hacc", "anything")
     with pytest.raises(ParseError, match="unknown tool 'hacc'"):
-        parsers.parse_file("hacc", fixtures_dir / "ior" / "ior_local_ext4_N1_shared_i2.txt")
+        tools.parse_file("hacc", fixtures_dir / "ior" / "ior_local_ext4_N1_shared_i2.txt")
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_unknown_tool_names_itself_and_the_known_ones(fixtures_dir: Path) -> Non
 def test_parse_file_dispatches_by_tool(
     fixtures_dir: Path, tool: str, relative: str, operation: str, mean: float
 ) -> None:
-    result = parsers.parse_file(tool, fixtures_dir / relative)
+    result = tools.parse_file(tool, fixtures_dir / relative)
     assert result.tool == tool
     assert result.operation(operation).mean == mean
 
@@ -51,12 +51,12 @@ def test_parse_file_dispatches_by_tool(
 def test_parse_file_errors_name_the_file(fixtures_dir: Path) -> None:
     path = fixtures_dir / "ior" / "ior-4.0.0_error_missing_dir.txt"
     with pytest.raises(ParseError, match=rf"^{path}: IOR reported an error"):
-        parsers.parse_file("ior", path)
+        tools.parse_file("ior", path)
 
 
 def test_parse_file_on_the_wrong_tool_says_so(fixtures_dir: Path) -> None:
     with pytest.raises(ParseError, match="not an IOR output"):
-        parsers.parse_file("ior", fixtures_dir / "mdtest" / "mdtest_local_ext4_n1000_F_u.txt")
+        tools.parse_file("ior", fixtures_dir / "mdtest" / "mdtest_local_ext4_n1000_F_u.txt")
 
 
 def _pfslab(*args: str) -> subprocess.CompletedProcess[str]:

@@ -207,8 +207,8 @@ def test_a_derived_threshold_shows_its_derivation_in_the_verdict_and_the_report(
 def test_io500_section_in_its_own_terms(tmp_path: Path) -> None:
     """A recorded run with two IO500 test cases added: one whose summary is that of the
     real quick run (tests/fixtures/io500), one that failed its validity check."""
-    from pfslab import io500
-    from pfslab.parsers import io500 as io500_parser
+    from pfslab.tools import io500_config as io500
+    from pfslab.tools import io500 as io500_parser
 
     run_dir = tmp_path / "run"
     shutil.copytree(RUNS / "local-calibrated-demo", run_dir)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pfslab import instance, labs, layout, registry, site
+from pfslab import instance, labexport, labs, layout, registry, site
 
 KIT = Path(__file__).resolve().parents[2]
 MOUNT = "/mnt/pfslab/local-0123abcd"
@@ -115,7 +115,7 @@ def test_checkout_mount_names_the_local_labs_mount_of_this_checkout() -> None:
 
 
 def test_a_site_target_is_not_exported_for_terraform(tmp_path: Path) -> None:
-    layout.export(tmp_path)
+    labexport.export(tmp_path)
     assert not list(tmp_path.glob("*@site.json"))
     assert list(tmp_path.glob("site-local@local.json"))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pfslab import smoke, smoke_run, state, workloads
+from pfslab import smoke, smoke_run, state, tools, workloads
 from pfslab.rfm_paths import BUILT_TOOLS
 
 REAL_LAB = state.lab
@@ -21,7 +21,7 @@ REAL_LAB = state.lab
 
 def _args(command: str, tool: str) -> list[str]:
     tokens = shlex.split(command)
-    at = next(i for i, t in enumerate(tokens) if Path(t).name == workloads.EXECUTABLES.get(tool, tool))
+    at = next(i for i, t in enumerate(tokens) if Path(t).name == tools.executable(tool))
     return tokens[at + 1:]
 
 
@@ -153,7 +153,7 @@ def _fake_tool(tmp_path: Path, body: str) -> str:
 
 @pytest.mark.parametrize("size, body, reason, line", [
     # IOzone takes -s 8t as 8 KiB and says nothing: the exact line's suffixes are checked
-    # (pfslab/iozone_options.py), so the job fails whether or not IOzone is here.
+    # (pfslab/tools/iozone_options.py), so the job fails whether or not IOzone is here.
     ("8t", None, ("iozone -s 8t", "-s 8t -t 1"), "FAIL nss73-ha iozone-seq 1 step 1: iozone -s 8t"),
     # A tool exiting non-zero fails its job, naming lab, workload and line.
     ("8g", "echo 'iozone: bad option' >&2; exit 3", ("exited 3 (iozone: bad option)",),
@@ -249,7 +249,7 @@ def test_exit_status_a_missing_required_tool_or_nothing_run_fails(monkeypatch: p
 def test_the_io500_config_of_a_smoke_has_a_1_s_stonewall_and_keeps_every_other_line() -> None:
     """On a fast scratch the quick sizes ran out before the quick 5 s stonewall, which
     IO500 rightly calls invalid: the smoke scales the stonewall, a time, as the others."""
-    from pfslab import io500
+    from pfslab.tools import io500_config as io500
 
     config = io500.render({"stonewall": 5, "ior_easy_block": "2g"}, "quick", "io500", "/data", "/results")
     scaled = smoke._scaled_files({io500.CONFIG_FILE: config}, 2, 2, "/tmp/x", "/bin/io500")[io500.CONFIG_FILE]

@@ -33,6 +33,8 @@ version (only ``--version`` does) nor its command line, so both are None.
 Refused: outputs without ``io_shell execution successful.`` (cut short or still
 running), with ``execution failed``, ``terminated due to exception`` or an
 ``ERROR:`` line (Exodus and IOSS errors are printed that way).
+
+Rendering: ``io_shell`` run as it is, on the launching node.
 """
 
 from __future__ import annotations
@@ -41,8 +43,16 @@ import re
 from typing import Any
 
 from pfslab.results import Operation, ParseError, ParseResult, operation_from_values
+from pfslab.tools.base import JobInput, Step, StepInput, no_table
+from pfslab.units import format_size
 
 TOOL = "ioshell"
+#: The program the nodes run.
+EXECUTABLE = "io_shell"
+#: What the tool leaves in work_dir besides its output, kept with the run.
+KEEP: tuple[str, ...] = ()
+#: A per-thread file size in the syntax the tool reads.
+size_text = format_size
 
 _ERROR = re.compile(r"^\s*(?:IOSS WARNING: )?ERROR:?\s.*$", re.M)
 _FAILED = re.compile(r"^(\S+) (?:execution failed|terminated due to exception)\.?\s*$", re.M)
@@ -164,3 +174,18 @@ def _state_times(text: str, result: ParseResult, tasks: int) -> None:
         if values:
             name = f"state_{kind}_time"
             result.operations[name] = operation_from_values(name, "ms", values, tasks)
+
+
+# ---- rendering ------------------------------------------------------------------
+
+def prepare(job: JobInput) -> None:
+    """Nothing to add to the job before its steps."""
+
+
+def render_step(inp: StepInput) -> Step:
+    """io_shell as it is (one process: it starts no ranks of its own here)."""
+    return inp.step(f"{inp.ctx.tool_path} {inp.args}")
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

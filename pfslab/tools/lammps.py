@@ -23,6 +23,9 @@ release in the first line (``LAMMPS (29 Sep 2021 - Update 2)``). A log is refuse
 it holds an ``ERROR:`` line (the run stopped at that command) or lacks ``Total wall
 time`` (it was killed or is still running: a killed run's log ends after its last
 flushed thermo line).
+
+Rendering: ``lmp``, an MPI program, its ranks round-robin over the case's clients; its input
+files are the workload's ``inputs`` (pfslab/workloads.py renders them).
 """
 
 from __future__ import annotations
@@ -31,8 +34,16 @@ import re
 from typing import Any
 
 from pfslab.results import Operation, ParseError, ParseResult
+from pfslab.tools.base import JobInput, Step, StepInput, mpi_step, no_table
+from pfslab.units import format_size
 
 TOOL = "lammps"
+#: The program the nodes run.
+EXECUTABLE = "lmp"
+#: What the tool leaves in work_dir besides its output, kept with the run.
+KEEP: tuple[str, ...] = ()
+#: A per-thread file size in the syntax the tool reads.
+size_text = format_size
 
 _VERSION = re.compile(r"^LAMMPS \((.+?)\)\s*$", re.M)
 _ERROR = re.compile(r"^ERROR(?: on proc \d+)?: .*$", re.M)
@@ -144,3 +155,17 @@ def _number(text: str) -> float | None:
 def _last_thermo_step(text: str) -> int | None:
     steps = _THERMO_ROW.findall(text)
     return int(steps[-1]) if steps else None
+
+
+# ---- rendering ------------------------------------------------------------------
+
+def prepare(job: JobInput) -> None:
+    """Nothing to add to the job before its steps."""
+
+
+def render_step(inp: StepInput) -> Step:
+    return mpi_step(inp)
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

@@ -9,7 +9,7 @@ commit or whose tag names another commit. It then builds against the system's MP
 again. ``<prefix>/<view>/bin`` links the binaries under the Spack toolchain's view
 names, where :func:`pfslab.rfm_paths.tool_search_path` finds them.
 
-Standard library only: ``python3 -m pfslab.tools`` runs before ``.venv`` exists.
+Standard library only: ``python3 -m pfslab.toolbuild`` runs before ``.venv`` exists.
 """
 
 from __future__ import annotations
@@ -432,7 +432,7 @@ def log(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m pfslab.tools", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m pfslab.toolbuild", description=__doc__.split("\n")[0])
     parser.add_argument("tools", nargs="*", help="tools of registry/tools.json to build (default: all)")
     parser.add_argument("--mirror", type=Path, help="folder of git bundles or bare repositories "
                         "(<owner>+<name>.bundle, as ../shared/mirror/git/) instead of the upstream URLs")

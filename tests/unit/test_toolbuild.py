@@ -1,4 +1,4 @@
-"""`make tools` (pfslab/tools.py): IOR, mdtest and IO500 from pinned commits, no Spack.
+"""`make tools` (pfslab/toolbuild.py): IOR, mdtest and IO500 from pinned commits, no Spack.
 
 The build test compiles the real tools from a mirror of their repositories (git bundles,
 ../shared/mirror/git next to the checkout or PFSLAB_TEST_TOOLS_MIRROR) into a temporary
@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from pfslab import rfm_paths, tools
-from pfslab.parsers import ior as ior_parser
-from pfslab.parsers import mdtest as mdtest_parser
+from pfslab import rfm_paths
+from pfslab import toolbuild as tools
+from pfslab.tools import ior as ior_parser
+from pfslab.tools import mdtest as mdtest_parser
 
 KIT = Path(__file__).resolve().parents[2]
 REGISTRY = tools.load()
@@ -38,7 +39,7 @@ def _mirror() -> Path | None:
 
 
 def _run_tools(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pfslab.tools", *map(str, args)], cwd=KIT,
+    return subprocess.run([sys.executable, "-m", "pfslab.toolbuild", *map(str, args)], cwd=KIT,
                           capture_output=True, text=True, check=False, timeout=900)
 
 

@@ -23,6 +23,9 @@ False): the kit's quick mode. Any other reason (IOR or find errors, a write phas
 ending before its stonewall, ``files-per-dir``, a pause directory, a dry run), any
 other ``ERROR`` line, a missing standard phase, a zero score or no ``[SCORE]`` line
 is refused with a ParseError: such a run is never a figure.
+
+Rendering: an MPI program reading the config the kit writes (pfslab/tools/io500_config.py);
+its result directory is kept with the run.
 """
 
 from __future__ import annotations
@@ -30,8 +33,17 @@ from __future__ import annotations
 import re
 
 from pfslab.results import Operation, ParseError, ParseResult
+from pfslab.tools import io500_config
+from pfslab.tools.base import JobInput, Step, StepInput, WorkloadError, mpi_step, no_table
+from pfslab.units import format_size
 
 TOOL = "io500"
+#: The program the nodes run.
+EXECUTABLE = "io500"
+#: What the tool leaves in work_dir besides its output, kept with the run.
+KEEP: tuple[str, ...] = (io500_config.RESULT_DIR,)
+#: A per-thread file size in the syntax the tool reads.
+size_text = format_size
 
 #: The phases every standard-mode run scores (src/phase-definitions.h without the
 #: optional ones), in the order IO500 runs them.
@@ -166,3 +178,28 @@ def _finish(result: ParseResult, phases: dict[str, dict[str, object]], bw: float
     if extended is not None:
         result.details["score"]["extended_total"] = extended
     return result
+
+
+# ---- rendering ------------------------------------------------------------------
+
+def prepare(job: JobInput) -> None:
+    """The config IO500 reads, from the lab and the mode (the list's rules in full mode)."""
+    result_dir = f"{job.ctx.rank_dir or job.ctx.work_dir}/{io500_config.RESULT_DIR}"
+    try:
+        job.files[io500_config.CONFIG_FILE] = io500_config.render(
+            job.sizes, job.mode, job.workload["id"], job.ctx.scratch_dir, result_dir)
+    except io500_config.ConfigError as err:
+        raise WorkloadError(str(err)) from None
+    job.values["config"] = f"{job.ctx.work_dir}/{io500_config.CONFIG_FILE}"
+
+
+def render_step(inp: StepInput) -> Step:
+    step = mpi_step(inp)
+    if inp.ctx.rank_dir and inp.ctx.rank_dir != inp.ctx.work_dir:
+        # Rank 0 writes IO500's result directory where it runs: moved beside the job's outputs.
+        step.collect = f"{inp.ctx.rank_dir}/{io500_config.RESULT_DIR}"
+    return step
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

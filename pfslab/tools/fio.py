@@ -31,6 +31,9 @@ line, so ``command`` is None.
 options overlaid by the first job's), counts as integers; an option the job did not
 set gets fio's default (``rw=read``, ``bs=4k``, ``iodepth=1``, ``numjobs=1``,
 ``direct=0``) and is named in ``details["defaults_used"]``.
+
+Rendering: one fio per client node under the lab's launcher, each running its share of the
+threads as jobs and writing its own JSON output (the figures are their sum).
 """
 
 from __future__ import annotations
@@ -38,11 +41,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from typing import Any
 
+from pfslab import distribution
 from pfslab.results import Operation, ParseError, ParseResult
+from pfslab.tools.base import JobInput, Step, StepInput, need_launcher, no_table, start
+from pfslab.units import format_size
 
 TOOL = "fio"
+#: The program the nodes run.
+EXECUTABLE = "fio"
+#: What the tool leaves in work_dir besides its output, kept with the run.
+KEEP: tuple[str, ...] = ()
+#: A per-thread file size in the syntax the tool reads.
+size_text = format_size
 
 _FIO_ERROR = re.compile(r"^fio: .*$", re.M)
 _JSON_START = re.compile(r"^\{", re.M)
@@ -239,3 +252,37 @@ def _parse_terse(lines: list[str]) -> ParseResult:
     if not result.operations:
         raise ParseError("fio terse output shows no I/O in any job")
     return result
+
+
+# ---- rendering ------------------------------------------------------------------
+
+def prepare(job: JobInput) -> None:
+    """Nothing to add to the job before its steps."""
+
+
+def render_step(inp: StepInput) -> Step:
+    """One fio per node, started by the lab's launcher; node r runs its round-robin share
+    of the threads as jobs, each writing its own JSON output."""
+    ctx = inp.ctx
+    need_launcher(inp)
+    nodes = min(inp.threads, len(inp.hosts))
+    hostfile = f"{ctx.work_dir}/nodes.{nodes}"
+    if ctx.scheduler_launcher is None:  # inside a batch job, Slurm knows the nodes: no hostfile
+        inp.files[f"nodes.{nodes}"] = distribution.hostfile(nodes, inp.hosts, slots=ctx.hostfile_slots)
+    rank_dir = ctx.rank_dir or ctx.work_dir
+    # srun sets no MPI rank variable, only Slurm's own.
+    rank = "${SLURM_PROCID:-0}" if ctx.scheduler_launcher == "srun" else "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"
+    per_node = (
+        f"r={rank}; "
+        f"exec {ctx.tool_path} --numjobs=$(( {inp.threads} / {nodes} + (r < {inp.threads} % {nodes}) )) "
+        f"--output={rank_dir}/{inp.tag}.fio.$r.json {inp.args}"
+    )
+    head = start(ctx, inp.launcher, nodes, nodes, hostfile, per_node=1)
+    step = inp.step(f"{head} sh -c {shlex.quote(per_node)}", f"{ctx.work_dir}/{inp.tag}.fio.*.json", launch=head)
+    if rank_dir != ctx.work_dir:
+        step.collect = f"{rank_dir}/{inp.tag}.fio.*.json"
+    return step
+
+
+#: No option table of its own to check a rendered line against.
+check_command = no_table

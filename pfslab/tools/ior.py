@@ -26,6 +26,9 @@ Formats and why each is handled the way it is:
   mean and the population standard deviation (as IOR computes it) are taken over
   the rows. IOR 3.3.0's CSV mode prints only the header values run together and
   no figures; that is refused as such.
+
+Rendering: an MPI program, its ranks round-robin over the case's clients; a BeeGFS lab's
+``{beegfs_striping}`` in the syntax of the lab's IOR (pfslab/tools/ior_options.py).
 """
 
 from __future__ import annotations
@@ -37,9 +40,18 @@ import re
 from typing import Any
 
 from pfslab.results import Operation, ParseError, ParseResult, operation_from_values
+from pfslab.tools import ior_options
+from pfslab.tools.base import JobInput, Step, StepInput, mpi_step
 from pfslab.units import UnitError, parse_size
+from pfslab.units import format_size
 
 TOOL = "ior"
+#: The program the nodes run.
+EXECUTABLE = "ior"
+#: What the tool leaves in work_dir besides its output, kept with the run.
+KEEP: tuple[str, ...] = ()
+#: A per-thread file size in the syntax the tool reads.
+size_text = format_size
 
 _HEADER = re.compile(r"^IOR-(\S+): MPI Coordinated Test of Parallel I/O", re.M)
 # 3.3.0: "ior ERROR: open64(...) failed, errno 2, ..."; 4.0.0: "ERROR: open64(...) failed. ..."
@@ -423,3 +435,21 @@ def _parse_csv(text: str) -> ParseResult:
         }
     )
     return result
+
+
+# ---- rendering ------------------------------------------------------------------
+
+def prepare(job: JobInput) -> None:
+    if "beegfs_targets" in job.values and "beegfs_chunk" in job.values:
+        # BeeGFS striping in the syntax of the IOR the lab runs (its toolchain view).
+        job.values["beegfs_striping"] = ior_options.beegfs_striping(
+            ior_options.for_lab(job.lab), job.values["beegfs_targets"], job.values["beegfs_chunk"])
+
+
+def render_step(inp: StepInput) -> Step:
+    return mpi_step(inp)
+
+
+def check_command(lab: dict[str, Any], tokens: list[str]) -> list[str]:
+    """What the option tables of the lab's IOR release reject in the rendered line ``tokens``."""
+    return ior_options.check_command(ior_options.for_lab(lab), tokens, TOOL)

@@ -27,6 +27,8 @@ A run is accepted only if mdtest printed its SUMMARY table and its closing
 ``-- finished at ... --`` line and no ``ERROR:``/``FAILED`` line: mdtest goes on after
 some failed creates (the ``-z 2 -b 3 -L`` fixture shows ``ERROR: open64(...)`` and no
 summary), and figures of such a run are not a measurement.
+
+Rendering: an MPI program, its ranks round-robin over the case's clients (``pfslab.tools.base.mpi_step``).
 """
 
 from __future__ import annotations
@@ -36,8 +38,17 @@ import shlex
 from typing import Any
 
 from pfslab.results import Operation, ParseError, ParseResult
+from pfslab.tools import ior_options
+from pfslab.tools.base import JobInput, Step, StepInput, mpi_step
+from pfslab.units import format_size
 
 TOOL = "mdtest"
+#: The program the nodes run.
+EXECUTABLE = "mdtest"
+#: What the tool leaves in work_dir besides its output, kept with the run.
+KEEP: tuple[str, ...] = ()
+#: A per-thread file size in the syntax the tool reads.
+size_text = format_size
 
 _LAUNCH = re.compile(r"^mdtest-(\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)", re.M)
 _COMMAND = re.compile(r"^Command line used: (.*?)\s*$", re.M)
@@ -144,3 +155,18 @@ def _read_table(text: str, start: int) -> dict[str, list[float]]:
         name = "_".join(match.group(1).lower().split())
         rows[name] = [float(v) for v in match.group(2).split()]
     return rows
+
+
+# ---- rendering ------------------------------------------------------------------
+
+def prepare(job: JobInput) -> None:
+    """Nothing to add to the job before its steps."""
+
+
+def render_step(inp: StepInput) -> Step:
+    return mpi_step(inp)
+
+
+def check_command(lab: dict[str, Any], tokens: list[str]) -> list[str]:
+    """What the option tables of the lab's IOR release reject in the rendered line ``tokens``."""
+    return ior_options.check_command(ior_options.for_lab(lab), tokens, TOOL)
