@@ -35,6 +35,8 @@ EOF
   shim ssh 'while [[ $1 == -* ]]; do case $1 in -F | -o) shift 2 ;; *) shift ;; esac; done
 shift
 if [[ -e $SHIM_STATE/down ]]; then echo "ssh: connect to host 10.96.0.2 port 22: Connection timed out" >&2; exit 255; fi
+# A follow session has begun: a run gated on it (fake_run) may go on.
+[[ $* != *"tail -c"* ]] || : >"$SHIM_STATE/following"
 if [[ $* == *"tail -c"* && -s $SHIM_STATE/cut ]]; then
   n=$(cat "$SHIM_STATE/cut"); rm -f "$SHIM_STATE/cut"
   head -c "$n" < <(bash -c "$*")
@@ -156,14 +158,20 @@ kit_copy() {
 }
 
 # A run on the login node as login_launch leaves it, by a stand-in bench that writes its
-# run directory and ends with STATUS after LINES lines.
+# run directory and ends with STATUS after LINES lines. With GATED, it holds after its
+# second line until a make bench follows it (the ssh shim's mark), so that it is still
+# going when a slow make bench (a loaded CI machine) gets to ask: a run that ended by
+# then is the next test's case.
 fake_run() {
-  local lines=$1 status=$2
+  local lines=$1 status=$2 gate=${3:+$SHIM_STATE/following}
   mkdir -p "$D" "$LOGIN/build/runs/hosts-lab"
   echo "$NAME" >"$D/run"
   echo 2026-11-27T20:15:00Z >"$D/since"
-  setsid bash -c 'for i in $(seq 1 "$1"); do echo "[bench] test $i ok"; sleep 0.3; done
-    mkdir -p "$3" && echo "{\"runs\": []}" >"$3/report.json"; echo "$2" >"$0/status"' "$D" "$lines" "$status" "$LOGIN/build/runs/hosts-lab/$NAME" "$NAME" \
+  setsid bash -c 'for i in $(seq 1 "$1"); do
+      if ((i == 3)) && [[ -n $4 ]]; then for _ in $(seq 600); do [[ -e $4 ]] && break; sleep 0.1; done; fi
+      echo "[bench] test $i ok"; sleep 0.3
+    done
+    mkdir -p "$3" && echo "{\"runs\": []}" >"$3/report.json"; echo "$2" >"$0/status"' "$D" "$lines" "$status" "$LOGIN/build/runs/hosts-lab/$NAME" "$gate" \
     </dev/null >>"$D/console.log" 2>&1 &
   echo $! >"$D/pid"
 }
@@ -174,7 +182,7 @@ bench_copy() {
 
 @test "make bench while a run is going on the login node reattaches to it, shows its progress and brings that run home: no second run" {
   kit_copy
-  fake_run 8 1
+  fake_run 8 1 gated
   sleep 1
   bench_copy -n IOR
   assert_failure 1
