@@ -29,6 +29,19 @@ teardown() {
   assert [ $((SECONDS - start)) -le 3 ]
 }
 
+@test "ere_quote: pgrep finds the processes under a checkout path holding '+' and '.', and no other checkout's" {
+  local mine=$BATS_TEST_TMPDIR/k@GA+rQ.x-_ other=$BATS_TEST_TMPDIR/k@GArQ.x-_ pid_mine pid_other
+  (exec -a "$mine/build/local/lab/daemon" sleep 60) &
+  pid_mine=$!
+  (exec -a "$other/build/local/lab/daemon" sleep 60) &
+  pid_other=$!
+  run pgrep -f -- "$(ere_quote "$mine/build/local/lab/")"
+  kill "$pid_mine" "$pid_other"
+  assert_output "$pid_mine"
+  # Every character an extended regular expression gives a meaning to stands for itself.
+  assert_equal "$(grep -cE -- "^$(ere_quote 'a[b](c){2}|e^f$g*h?i\j+k.l')$" <<<'a[b](c){2}|e^f$g*h?i\j+k.l')" 1
+}
+
 @test "is_mounted reads the mount table, and PFSLAB_MOUNTS stands in for it" {
   run is_mounted /proc
   assert_success

@@ -14,6 +14,8 @@ bats_load_library bats-support
 bats_load_library bats-assert
 load ../lib/skip-file
 load ../lib/timed
+# shellcheck source=scripts/lib/ere.sh
+source "$BATS_TEST_DIRNAME/../../scripts/lib/ere.sh"
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 
@@ -131,7 +133,7 @@ killed_apply_then_down() {
   # The apply and the provider it started, by PID: CI runs make test beside this file,
   # whose terraform test runs start providers of their own.
   local apply_pid plugin_pids
-  apply_pid=$(pgrep -f "^terraform -chdir=$REPO/terraform/envs/aws apply")
+  apply_pid=$(pgrep -f -- "^terraform -chdir=$(ere_quote "$REPO")/terraform/envs/aws apply")
   plugin_pids=$(pgrep -P "$apply_pid" || true)
   [ -n "$plugin_pids" ]
   kill -KILL "$apply_pid"
@@ -149,7 +151,7 @@ killed_apply_then_down() {
     run still_running "$left"
     assert_failure
   done
-  run pgrep -f "^terraform -chdir=$REPO/terraform/envs/aws (apply|destroy)|$REPO/build/$lab/\.terraform/providers/"
+  run pgrep -f -- "^terraform -chdir=$(ere_quote "$REPO")/terraform/envs/aws (apply|destroy)|$(ere_quote "$REPO/build/$lab/.terraform/providers/")"
   assert_failure
 }
 

@@ -11,6 +11,8 @@
 bats_load_library bats-support
 bats_load_library bats-assert
 load ../lib/skip-file
+# shellcheck source=scripts/lib/ere.sh
+source "$BATS_TEST_DIRNAME/../../scripts/lib/ere.sh"
 load ../lib/timed
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
@@ -67,7 +69,7 @@ what_is_left() {
   done
   ip link show "$(field .targets.local.bridge)" >/dev/null 2>&1 && echo "bridge $(field .targets.local.bridge)"
   findmnt -rn -o TARGET | awk -v s="$dir/" -v m="$mount" 'index($0, s) == 1 || $0 == m {print "mount " $0}'
-  pgrep -af -- "$dir/|$run/" | grep -v pgrep | sed 's/^/process /' || true
+  pgrep -af -- "$(ere_quote "$dir/")|$(ere_quote "$run/")" | grep -v pgrep | sed 's/^/process /' || true
   [[ ! -e $run ]] || echo "run root $run"
   [[ ! -e /sys/fs/cgroup/$cgroup && ! -e /sys/fs/cgroup/cpu/$cgroup ]] || echo "cgroup $cgroup"
   [[ ! -e $dir ]] || echo "state $dir"

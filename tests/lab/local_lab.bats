@@ -9,6 +9,8 @@
 bats_load_library bats-support
 bats_load_library bats-assert
 load ../lib/skip-file
+# shellcheck source=scripts/lib/ere.sh
+source "$BATS_TEST_DIRNAME/../../scripts/lib/ere.sh"
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 LAB=local
@@ -315,7 +317,7 @@ ceph.conf"
   run ip link show "$bridge"
   assert_failure
   assert_equal "$(findmnt -rn | grep -c -e "$REPO/build/$LAB" -e "$mount")" 0
-  assert_equal "$(pgrep -c -f "$REPO/build/$LAB/" || true)" 0
+  assert_equal "$(pgrep -c -f -- "$(ere_quote "$REPO/build/$LAB/")" || true)" 0
   run benchmark_processes
   assert_output ""
   assert [ ! -e "$REPO/build/$LAB" ]

@@ -10,6 +10,8 @@
 bats_load_library bats-support
 bats_load_library bats-assert
 load ../lib/skip-file
+# shellcheck source=scripts/lib/ere.sh
+source "$BATS_TEST_DIRNAME/../../scripts/lib/ere.sh"
 
 A=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 LAB=local
@@ -47,7 +49,7 @@ teardown_file() {
 field() { jq -r "$2" "$1/build/$LAB/lab.json"; }
 namespaces() { ip netns list | awk -v p="$(field "$1" .instance.netns_prefix)-" 'index($1, p) == 1 {print $1}' | sort; }
 # The checkout's daemons (every one runs with its state under the checkout's build/).
-daemons() { pgrep -f "$1/build/$LAB/lab/" | sort; }
+daemons() { pgrep -f -- "$(ere_quote "$1/build/$LAB/lab/")" | sort; }
 newest_run() { find "$1/build/runs/$LAB" -mindepth 1 -maxdepth 1 -type d | sort | tail -n 1; }
 
 @test "the clone's pfslab command is its own tree's" {
@@ -191,5 +193,5 @@ assert_own_clients() {
   assert [ ! -e "$run_b" ]
   assert [ ! -e "$mount_b" ]
   assert_equal "$(findmnt -rn | grep -c -e "$A/build/" -e "$B/build/" -e /mnt/pfslab)" 0
-  assert_equal "$(pgrep -c -f "$A/build/$LAB/|$B/build/$LAB/" || true)" 0
+  assert_equal "$(pgrep -c -f -- "$(ere_quote "$A/build/$LAB/")|$(ere_quote "$B/build/$LAB/")" || true)" 0
 }
