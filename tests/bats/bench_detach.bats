@@ -112,10 +112,13 @@ run_alive() { kill -0 "$(cat "$KIT/reframe.pid")" 2>/dev/null; }
   assert_equal "$(find "$KIT/build/runs/local" -mindepth 1 -maxdepth 1 -type d | wc -l)" 1
 }
 
-@test "make bench while the run goes reattaches: everything so far, then the rest, and the run's status" {
+@test "make bench while the run goes reattaches (its follower ended by SIGTERM): everything so far, then the rest, and the run's status" {
   start_follower
-  kill -HUP -- "-$FOLLOWER"
+  kill -TERM -- "-$FOLLOWER"
   follower_ended
+  assert_equal "$FOLLOWER_STATUS" 143
+  run cat "$BATS_TEST_TMPDIR/follower.out"
+  assert_output --partial "SIGTERM: no longer following run $(basename "$(run_dir)"); the run goes on"
   (sleep 2; touch "$KIT/gate") &
   run "$KIT/scripts/bench" -n IOR
   assert_failure 1
