@@ -81,6 +81,9 @@ class Target:
     #: False: the storage, nodes and scheduler are already there (target site); lab-up
     #: only checks them and there is no Terraform root to plan.
     provisions: bool = True
+    #: scripts/bench runs the lab's benchmarks detached from the terminal and follows them
+    #: (target site: the user's SSH session to the submit node may drop mid-run).
+    detached_runs: bool = False
 
     @property
     def settings_key(self) -> str:
@@ -135,7 +138,7 @@ def _load_target(path: Path) -> Target:
     if f"{name}_target" not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
     return Target(name, doc["title"], doc["remote"], doc.get("terraform_root", ""), doc["settings"],
-                  doc["namespaces"], doc.get("provisions", True))
+                  doc["namespaces"], doc.get("provisions", True), doc.get("detached_runs", False))
 
 
 @lru_cache(maxsize=4)

@@ -281,8 +281,8 @@ def release_scratch(lab: dict[str, Any]) -> str:
 def refuse_unsupported(lab: dict[str, Any]) -> None:
     submit = settings(lab).get("submit", "local")
     if submit != "local":
-        raise SiteError(f"targets.site.submit: {submit!r} is not supported yet (SSH to a login node); allowed now: local "
-                        "(run make lab-up on the submit node itself)")
+        raise SiteError(f"targets.site.submit: {submit!r} is not allowed; allowed: local (run the kit on the submit node "
+                        "itself, reaching it with your own SSH: docs/acceptance.md)")
     if scheduler(lab) == "slurm" and shutil.which("srun") is None:
         raise SiteError("srun is not on this machine's PATH; run lab-up on the submit node, with the site's Slurm "
                         "environment (module load slurm, SLURM_CONF)")

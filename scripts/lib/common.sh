@@ -53,8 +53,24 @@ lab_lock_holder() {
 
 # lock_lab, or one line naming the command that holds the lab.
 lock_lab_or_die() {
-  lock_lab "$1" "$2" ||
-    die "lab $1 is busy: its $(lab_lock_holder "$1") is still running; wait for it to end (or end it), then run this again"
+  lock_lab "$1" "$2" || lab_busy "$1"
+}
+
+# One line naming the command that holds lab LAB's lock, then exit 2.
+lab_busy() {
+  die "lab $1 is busy: its $(lab_lock_holder "$1") is still running; wait for it to end (or end it), then run this again"
+}
+
+# Whether lab LAB's lock is free now (taken and let go at once): a command that hands
+# the lab to a process it starts (a detached run, which takes the lock itself) asks
+# first, so a busy lab is refused before anything is made.
+lab_unlocked() {
+  local file=$PFSLAB_ROOT/build/$1/lock
+  [[ -e $file ]] || return 0
+  (
+    exec 9<>"$file"
+    flock -w 2 9
+  )
 }
 
 require_root() {
@@ -231,6 +247,11 @@ target_namespaces() { [[ $(jq -r .namespaces "$PFSLAB_ROOT/registry/targets/$1.j
 # there (target site) and lab-up only checks them, as the invoking user.
 # (jq's // would turn a false into the default: only a missing field means true.)
 target_provisions() { [[ $(jq -r 'if has("provisions") then .provisions else true end' "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+
+# Whether scripts/bench runs the target's labs detached from the terminal and follows
+# them (scripts/lib/detached.sh): their runs start where the user works over their own
+# SSH (a site's submit node), which may drop mid-run.
+target_detached_runs() { [[ $(jq -r '.detached_runs // false' "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
 
 # Source the target's adapter (scripts/targets/<target>.sh): the target_* functions
 # scripts/lab and scripts/lib/remote.sh call for what differs between targets.

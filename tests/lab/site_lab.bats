@@ -6,7 +6,8 @@
 # directory the site gave the user empty, and the file system outside it as it was;
 # lab-up and lab-down leave a spare disk of the host (a loop device) as found and write
 # no file outside the user's home, the scratch and the checkout (strace); a client's
-# slurmd killed during make bench ends the run with FAIL naming that node.
+# slurmd killed during make bench ends the run with FAIL naming that node; the user's
+# SSH session dropping during make bench leaves the run going, and make bench reattaches.
 # Needs root (to bring up local-slurm and make the user), /dev/fuse, `make deps` and
 # `make tools` (IOR and mdtest, the site lab's tools).
 
@@ -57,6 +58,12 @@ teardown_file() {
   # What a failed test may have left: the spare loop device, the user's home.
   [[ ! -s $BATS_FILE_TMPDIR/loop ]] || losetup -d "$(cat "$BATS_FILE_TMPDIR/loop")" 2>/dev/null || true
   [[ ! -s $BATS_FILE_TMPDIR/home ]] || rm -rf "$(cat "$BATS_FILE_TMPDIR/home")"
+  # A detached run a failed test left going holds the site lab: ended (its processes are
+  # in its own session; the test started it with SIGINT ignored, as background jobs are).
+  if [[ -s $REPO/build/$SITE/detached/pid ]]; then
+    kill -TERM -- "-$(cat "$REPO/build/$SITE/detached/pid")" 2>/dev/null || true
+    sleep 10
+  fi
   "$REPO/scripts/lab" down "$SITE" >/dev/null 2>&1 || true
   if [[ -s $BATS_FILE_TMPDIR/build-owner ]] && [[ -d $REPO/build ]]; then
     read -r owner mode <"$BATS_FILE_TMPDIR/build-owner"
@@ -135,6 +142,64 @@ as_user() { (cd "$REPO" && runuser -u "$JOB_USER" -- env HOME=/tmp USER="$JOB_US
   assert_success
   assert [ -s "$run_dir/report/report.html" ]
   assert_equal "$(checksums)" "$(cat "$BATS_FILE_TMPDIR/before")"
+}
+
+# The user's make bench as in the terminal of an SSH login to the submit node: in a
+# session of its own, whose SIGHUP is that login dropping.
+follower_session() {
+  export -f as_user slurm_conf
+  export REPO JOB_USER BASE
+  setsid bash -c 'as_user make bench REFRAME_ARGS=--demo' >"$1" 2>&1 &
+  FOLLOWER=$!
+}
+
+@test "the user's SSH session dropping mid-run leaves make bench's run going; the user's make bench reattaches and it ends in a verdict" {
+  local conf n run_dir size pid before tests
+  conf=$(slurm_conf)
+  run as_user make lab-up LAB=$SITE
+  assert_success
+  before=$(find "$REPO/build/runs/$SITE" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+  follower_session "$BATS_TEST_TMPDIR/first.out"
+  # Mid-run: once a job of the user is running.
+  for n in $(seq 240); do
+    [[ -n $(SLURM_CONF=$conf squeue -h -u "$JOB_USER" -t RUNNING -o %i 2>/dev/null) ]] && break
+    sleep 0.5
+  done
+  run_dir=$REPO/build/runs/$SITE/$(cat "$REPO/build/$SITE/detached/run")
+  size=$(stat -c %s "$run_dir/console.log")
+  kill -HUP -- "-$FOLLOWER"
+  wait "$FOLLOWER" || true
+  run cat "$BATS_TEST_TMPDIR/first.out"
+  assert_output --partial "SIGHUP: no longer following run $(basename "$run_dir"); the run goes on"
+  refute_output --partial "verdict:"
+  # The run goes on: its process, and the lab is its (lab-down refused).
+  pid=$(cat "$REPO/build/$SITE/detached/pid")
+  assert [ -e "/proc/$pid" ]
+  assert [ ! -e "$run_dir/status" ]
+  run as_user make lab-down LAB=$SITE
+  assert_failure
+  assert_output --partial "lab $SITE is busy: its bench"
+  run as_user make bench
+  echo "$output" | grep -E '^\[bench\] a run is going|^verdict:' | sed 's/^/# /' >&3
+  assert_success
+  assert_output --partial "a run is going here since "
+  assert_output --partial "reattaching (run $(basename "$run_dir")"
+  assert_output --partial "verdict: PASS"
+  # It printed after the session dropped, and ended on its own with its status.
+  (($(stat -c %s "$run_dir/console.log") > size))
+  assert_equal "$(cat "$run_dir/status")" 0
+  assert [ ! -e "$REPO/build/$SITE/detached" ]
+  # One run directory holds it all: the report, every test's job script and output.
+  assert_equal "$(find "$REPO/build/runs/$SITE" -mindepth 1 -maxdepth 1 -type d | wc -l)" $((before + 1))
+  tests=$(jq '[.runs[].testcases[]] | length' "$run_dir/report.json")
+  assert_equal "$tests" 2
+  run grep -rlE '^#SBATCH --partition=local_slurm' "$run_dir/output"
+  assert_equal "${#lines[@]}" "$tests"
+  assert [ -s "$run_dir/verdict.json" ]
+  # Nothing of the user's is left running once the run ended.
+  for n in $(seq 10); do [[ -z $(pgrep -u "$JOB_USER") ]] && break; sleep 0.5; done
+  run pgrep -a -u "$JOB_USER"
+  assert_output ""
 }
 
 @test "make lab-down removes the kit's files only and gives the active mark back to local-slurm" {
