@@ -6,7 +6,7 @@ PFSLAB_ROOT=${PFSLAB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export PFSLAB_ROOT
 
 # shellcheck source=scripts/lib/ere.sh
-source "$PFSLAB_ROOT/scripts/lib/ere.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/ere.sh"
 
 # Messages go to stderr so that stdout stays data (JSON, paths) for callers.
 log() { printf '%s %s\n' "[${PFSLAB_LOG_TAG:-pfslab}]" "$*" >&2; }

@@ -15,7 +15,7 @@ setup() {
   mkdir -p "$KIT/scripts/lib" "$KIT/scripts/local" "$KIT/scripts/roles" "$KIT/build/wd" "$HEALTH" "$RUN/stage"
   ln -s "$REPO/registry" "$KIT/registry"
   ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
-  ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/local.sh" "$REPO/scripts/lib/remote.sh" "$REPO/scripts/lib/login.sh" "$REPO/scripts/lib/cluster-files.sh" "$KIT/scripts/lib/"
+  ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$REPO/scripts/lib/local.sh" "$REPO/scripts/lib/remote.sh" "$REPO/scripts/lib/login.sh" "$REPO/scripts/lib/cluster-files.sh" "$KIT/scripts/lib/"
   # Nodes are not namespaces here: a role step runs as it is, with the node's config.
   printf '#!/bin/bash\nPFSLAB_NODE_CONFIG=$2 exec "${@:3}"\n' >"$KIT/scripts/local/node-exec"
   # The role answers from $HEALTH/<component>.<node>: "STATUS MESSAGE" (default: healthy).
@@ -136,7 +136,9 @@ teardown() {
   echo "1 ceph-osd.1: not running" >"$HEALTH/osd.osd1"
   echo "3 ceph: 1/2 OSDs up, data is degraded (the pools still serve)" >"$HEALTH/service"
   watch
-  sleep 4
+  # Its first reading, however long a loaded machine makes it; then readings go on.
+  for _ in $(seq 600); do [[ -s $RUN/lab-health.json ]] && break; sleep 0.1; done
+  sleep 3
   run kill -0 "$WATCHDOG"
   assert_success
   run jq -r '.state, .detail' "$RUN/lab-health.json"
