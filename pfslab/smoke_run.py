@@ -37,11 +37,17 @@ from pfslab.launcher import LAUNCHER_FILE
 from pfslab.results import ParseError
 from pfslab.rfm_paths import BUILT_TOOLS, tool_search_path
 from pfslab.smoke import StepPlan, plan_lab
-from pfslab.tools import executable, parse_text
+from pfslab.tools import TOOLS, executable, parse_text
 
 REPORT_DIR = KIT_ROOT / "build" / "smoke"
-#: The longest one scaled step may take.
+#: The longest one scaled step may take, unless its tool's module says otherwise
+#: (SMOKE_STEP_TIMEOUT: IO500, whose phases run for a time each, then read what they wrote).
 STEP_TIMEOUT = 45
+
+
+def step_timeout(tool: str) -> int:
+    """How long a scaled step of TOOL may run before it counts as hung."""
+    return int(getattr(TOOLS.get(tool), "SMOKE_STEP_TIMEOUT", STEP_TIMEOUT))
 #: Tools the kit must run in the exact version of the lab's view (others: what is here).
 PINNED = frozenset({"ior", "mdtest"})
 
@@ -120,13 +126,13 @@ def _outputs(step: StepPlan, work: Path, n: int) -> list[str]:
 
 
 def _run_step(step: StepPlan, log: str, work: Path, env: dict[str, str]) -> int | None:
-    """The step's exit status, or None when it ran over STEP_TIMEOUT (then it is killed)."""
+    """The step's exit status, or None when it ran over its tool's limit (then it is killed)."""
     with open(log, "w") as out:
         # Its own session: on a timeout the whole group goes (IOzone's children, mpirun's ranks).
         proc = subprocess.Popen(["bash", "-c", step.run], stdout=out, stderr=subprocess.STDOUT, cwd=work,
                                 env=env, start_new_session=True)
         try:
-            return proc.wait(timeout=STEP_TIMEOUT)
+            return proc.wait(timeout=step_timeout(step.tool))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -148,7 +154,7 @@ def run_job(job: Job, root: Path, env: dict[str, str]) -> list[str]:
             job.retried.append(step.step)
             rc = _run_step(step, log, work, env)
         if rc is None:
-            return [f"step {step.step} ran over {STEP_TIMEOUT} s twice: {step.exact}"]
+            return [f"step {step.step} ran over {step_timeout(step.tool)} s twice: {step.exact}"]
         if rc != 0:
             tail = Path(log).read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
             return [f"step {step.step} exited {rc} ({tail[0].strip()[:160]}): {step.exact}"]

@@ -40,6 +40,11 @@ from pfslab.units import format_size
 TOOL = "io500"
 #: The program the nodes run.
 EXECUTABLE = "io500"
+#: The longest its scaled-down run may take in make smoke (pfslab/smoke_run.py; other
+#: tools: STEP_TIMEOUT there). Its write phases run for the stonewall time each, then
+#: the read, stat, find and delete phases go through all they wrote: 30-40 s on a quiet
+#: 2-core machine, over 45 s twice beside CI's other jobs.
+SMOKE_STEP_TIMEOUT = 180
 #: What the tool leaves in work_dir besides its output, kept with the run.
 KEEP: tuple[str, ...] = (io500_config.RESULT_DIR,)
 #: A per-thread file size in the syntax the tool reads.

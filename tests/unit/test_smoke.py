@@ -256,3 +256,13 @@ def test_the_io500_config_of_a_smoke_has_a_1_s_stonewall_and_keeps_every_other_l
     assert "stonewall-time = 1\n" in scaled and "stonewall-time = 5" not in scaled
     assert [line for line in scaled.splitlines() if "stonewall" not in line] == \
         [line for line in config.splitlines() if "stonewall" not in line]
+
+
+def test_io500_scaled_run_may_take_longer_than_a_single_tool_run() -> None:
+    """IO500 runs four write phases for the stonewall time each, then reads, stats and
+    deletes what they wrote: beside CI's other jobs it ran over 45 s twice."""
+    from pfslab import smoke_run
+
+    assert smoke_run.step_timeout("io500") == 180
+    assert smoke_run.step_timeout("ior") == smoke_run.STEP_TIMEOUT
+    assert smoke_run.step_timeout("no-such-tool") == smoke_run.STEP_TIMEOUT
