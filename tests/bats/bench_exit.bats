@@ -9,16 +9,10 @@ bats_load_library bats-support
 bats_load_library bats-assert
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+load stand_in_kit
 
 setup() {
-  KIT=$BATS_TEST_TMPDIR/kit
-  mkdir -p "$KIT/scripts" "$KIT/.venv/bin" "$KIT/build/local"
-  for entry in labs pfslab registry reframe spack terraform; do ln -s "$REPO/$entry" "$KIT/$entry"; done
-  for entry in "$REPO"/scripts/*; do ln -s "$entry" "$KIT/scripts/"; done
-  rm "$KIT/scripts/lab" "$KIT/scripts/watchdog"
-  printf '#!/bin/bash\ncase $1 in active) echo local ;; status) exit 0 ;; *) exit 2 ;; esac\n' >"$KIT/scripts/lab"
-  printf '#!/bin/bash\ntrap "exit 0" TERM\nwhile :; do sleep 0.1; done\n' >"$KIT/scripts/watchdog"
-  ln -s "$REPO/.venv/bin/pfslab" "$KIT/.venv/bin/pfslab"
+  stand_in_kit :
   cat >"$KIT/.venv/bin/reframe" <<'EOF'
 #!/bin/bash
 printf '%s\n' "$*" >>"$PFSLAB_ROOT/reframe.args"
@@ -29,8 +23,7 @@ done
 cp -r "$RECORDED"/. "$PFSLAB_RUN_DIR/"
 echo "[  PASSED  ] Ran 1/1 test case(s)"
 EOF
-  chmod +x "$KIT/scripts/lab" "$KIT/scripts/watchdog" "$KIT/.venv/bin/reframe"
-  echo local >"$KIT/build/active-lab"
+  chmod +x "$KIT/.venv/bin/reframe"
   echo '{"target": "local", "lab": "local", "nodes": [], "clients": []}' >"$KIT/build/local/inventory.json"
   export PFSLAB_ROOT=$KIT PFSLAB_NO_PRECHECK=1
 }
