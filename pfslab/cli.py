@@ -440,6 +440,31 @@ def _add_progress(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_progress)
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from pfslab.lifecycle import bench
+
+    reframe_args = list(args.reframe_args)
+    if reframe_args[:1] == ["--"]:
+        reframe_args = reframe_args[1:]
+    try:
+        return bench.run(args.lab, reframe_args, args.run_dir)
+    except KitError as err:
+        # scripts/bench exec's this command: its errors read as that script's.
+        bench.say(f"error: {err}")
+        return 2
+    except KeyboardInterrupt:
+        bench.say("interrupted before ReFrame started")
+        return 130
+
+
+def _add_bench(sub: Subparsers) -> None:
+    p = sub.add_parser("bench", help="run the lab's suite with ReFrame where it is launched (scripts/bench calls it)")
+    p.add_argument("--run-dir", help="the run directory a detached run's launcher made (default: a new one)")
+    p.add_argument("lab")
+    p.add_argument("reframe_args", nargs=argparse.REMAINDER, help="ReFrame's options (--demo: the lab's demo cases)")
+    p.set_defaults(handler=_cmd_bench)
+
+
 # ---- aws ------------------------------------------------------------------------------
 
 def _read_lab(path: str) -> dict[str, Any]:
@@ -604,7 +629,7 @@ def _add_site(sub: Subparsers) -> None:
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
-    _add_smoke, _add_accounting, _add_junit_error, _add_site,
+    _add_smoke, _add_accounting, _add_junit_error, _add_site, _add_bench,
 )
 
 

@@ -63,3 +63,12 @@ bench_of() {
   run jq -r .mode "$KIT/provenance.as-recorded"
   assert_output full
 }
+
+@test "a run starts ReFrame once and the kit's CLI once (the watchdog, a stand-in here, is the only other)" {
+  bench_of local-calibrated-demo
+  assert_success
+  run wc -l <"$KIT/reframe.args"
+  assert_output 1
+  run cat "$KIT/pfslab.calls"
+  assert_output "bench local --"
+}

@@ -4,7 +4,7 @@
 # checkout's files linked into $KIT, a `scripts/lab` that says lab "local" is up and
 # healthy, a watchdog that ends on TERM and otherwise loops while WATCH_CONDITION holds
 # (a shell test on its arguments: LAB RUN_DIR BENCH_PID INTERVAL), and this checkout's
-# pfslab. The caller writes $KIT/.venv/bin/reframe and the lab's inventory.
+# pfslab, whose starts it records ($KIT/pfslab.calls). The caller writes $KIT/.venv/bin/reframe and the lab's inventory.
 stand_in_kit() {
   local watch_condition=$1 entry
   KIT=$BATS_TEST_TMPDIR/kit
@@ -15,6 +15,8 @@ stand_in_kit() {
   printf '#!/bin/bash\ncase $1 in active) echo local ;; status) exit 0 ;; *) exit 2 ;; esac\n' >"$KIT/scripts/lab"
   printf '#!/bin/bash\ntrap "exit 0" TERM\nwhile %s; do sleep 0.1; done\n' "$watch_condition" >"$KIT/scripts/watchdog"
   chmod +x "$KIT/scripts/lab" "$KIT/scripts/watchdog"
-  ln -s "$REPO/.venv/bin/pfslab" "$KIT/.venv/bin/pfslab"
+  # This checkout's pfslab, each start of it recorded in $KIT/pfslab.calls.
+  printf '#!/bin/bash\nprintf "%%s\\n" "$*" >>"%s/pfslab.calls"\nexec "%s" "$@"\n' "$KIT" "$REPO/.venv/bin/pfslab" >"$KIT/.venv/bin/pfslab"
+  chmod +x "$KIT/.venv/bin/pfslab"
   echo local >"$KIT/build/active-lab"
 }
