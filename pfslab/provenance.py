@@ -127,5 +127,21 @@ def record(run_dir: Path, lab_name: str, search_path: str) -> dict[str, Any]:
         "filesystem": labs.release(lab),
         "deviations": [d.to_json() for d in deviations.listing(lab, lab_file)],
     }
+    launched = launched_from(os.environ.get("PFSLAB_LAUNCHED_FROM", ""))
+    if launched:
+        data["launched_from"] = launched
     (run_dir / "provenance.json").write_text(json.dumps(data, indent=2) + "\n")
     return data
+
+
+def launched_from(value: str) -> dict[str, str] | None:
+    """A run on a remote lab's login node, launched by the kit's machine: ``PFSLAB_LAUNCHED_FROM``
+    is "HOST [COMMIT]" of that machine (scripts/lib/login.sh), whose checkout the login
+    node's kit is a copy of (lab-up checked its digest)."""
+    host, _, commit = value.strip().partition(" ")
+    if not host:
+        return None
+    entry = {"host": host, "via": "login node"}
+    if commit.strip():
+        entry["commit"] = commit.strip()
+    return entry

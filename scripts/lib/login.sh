@@ -224,7 +224,8 @@ login_bench() {
   remote_kit_sync "$lab"
   login_ship_state "$lab"
   tools=$(login_ship_tools "$lab")
-  env=("PFSLAB_RUN_NAME=$name" "PFSLAB_LAB=$lab")
+  # The run's provenance names this machine and its commit (the login node's kit is a copy of it).
+  env=("PFSLAB_RUN_NAME=$name" "PFSLAB_LAB=$lab" "PFSLAB_LAUNCHED_FROM=$(hostname) $(git -C "$PFSLAB_ROOT" rev-parse HEAD 2>/dev/null || true)")
   [[ -z $tools ]] || env+=("PFSLAB_TOOL_PATH=$tools")
   for var in PFSLAB_MODE PFSLAB_NO_PRECHECK PFSLAB_WATCHDOG_INTERVAL; do
     [[ -z ${!var:-} ]] || env+=("$var=${!var}")

@@ -218,6 +218,9 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   # Launched there: ReFrame's stage is the login host's kit, not this checkout.
   run jq -r '.runs[0].testcases[0].stagedir' "$run_dir/report.json"
   assert_output --regexp "^/opt/pfslab/build/runs/$LAB/"
+  # ... launched from this machine, whose checkout the login host's kit is a copy of.
+  run jq -r '.launched_from | "\(.host) \(.commit) \(.via)"' "$run_dir/provenance.json"
+  assert_output "$(hostname) $(git -C "$REPO" rev-parse HEAD) login node"
   # fio ran one rank on each client host (its hostfile, one output per rank), and
   # IOzone's children on both (its thread list).
   run cat "$run_dir"/output/$LAB/clients/pfslab/Fio_*/nodes.2
