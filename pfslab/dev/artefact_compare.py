@@ -10,8 +10,9 @@ one that two renderings of one commit were seen to need):
   in the same second gets) and RFC 3339 times ``2026-11-28T07:00:51Z`` -> ``<TIME>``
   (a run's directory, the expiry tag of a lab's cloud resources);
 - run and session ids (UUIDs) -> ``<UUID>``;
-- random suffixes of temporary files and folders (``mktemp``'s ``tmp.XXXXXXXXXX``)
-  -> ``tmp.<RAND>``;
+- random suffixes: ``mktemp``'s ``tmp.XXXXXXXXXX`` -> ``tmp.<RAND>``, and a job's scratch
+  folder ``<workload>-t<threads>-<8 hex digits>`` (pfslab/rfm.py draws the digits from a
+  UUID per run) -> ``<workload>-t<threads>-<RAND>``;
 - in ReFrame's ``.rfm_testcase.json``, the order of ``tags`` (ReFrame keeps them in a
   set, so their order changes from one run to the next).
 """
@@ -34,6 +35,7 @@ PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"), "<TIME>"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<UUID>"),
     (re.compile(r"\btmp\.[A-Za-z0-9]{10}\b"), "tmp.<RAND>"),
+    (re.compile(r"\b([a-z0-9][a-z0-9-]*-t\d+)-[0-9a-f]{8}\b"), r"\1-<RAND>"),
 )
 
 

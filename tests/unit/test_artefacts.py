@@ -22,12 +22,12 @@ def rendered(folder: Path, checkout: str, files: dict[str, str]) -> Path:
 
 
 JOB = ("export PFSLAB_ROOT={root}\n"
-       "pfslab_step 1 {root}/build/runs/aws-nfs/{run}/stage/x/step1.out 'ior -o {out}/scratch'\n"
+       "pfslab_step 1 {root}/build/runs/aws-nfs/{run}/stage/x/step1.out 'ior -o {out}/scratch/ior-n1-t4-{rand}'\n"
        "# session {uuid}, expiry {expiry}, scratch {tmp}\n")
 
 
 def job(root: str, out: str, run: str, uuid: str, expiry: str, tmp: str) -> str:
-    return JOB.format(root=root, out=out, run=run, uuid=uuid, expiry=expiry, tmp=tmp)
+    return JOB.format(root=root, out=out, run=run, uuid=uuid, expiry=expiry, tmp=tmp, rand=uuid[-8:])
 
 
 def test_two_renderings_of_one_commit_are_identical(tmp_path: Path) -> None:
@@ -78,9 +78,9 @@ def test_a_real_difference_and_one_sided_files_are_reported(tmp_path: Path) -> N
 def test_normalising_replaces_nothing_but_its_patterns() -> None:
     norm = artefact_compare.Normaliser((("/work/kit+1/build/golden/new", "<OUT>"), ("/work/kit+1", "<CHECKOUT>")))
     text = ("/work/kit+1/scripts /work/kit+1/build/golden/new/x 20261128T070051Z 2026-11-28T07:00:51Z "
-            "scratch iozone-seq-t8-e993bd66 deployment 0123456789abcdef 2026-11-28 tmp.short")
+            "scratch iozone-seq-t8-e993bd66 ior-t8-e993bd6 deployment 0123456789abcdef 2026-11-28 tmp.short")
     assert norm.text("rfm_job.sh", text) == (
-        "<CHECKOUT>/scripts <OUT>/x <TIME> <TIME> scratch iozone-seq-t8-e993bd66 deployment 0123456789abcdef "
+        "<CHECKOUT>/scripts <OUT>/x <TIME> <TIME> scratch iozone-seq-t8-<RAND> ior-t8-e993bd6 deployment 0123456789abcdef "
         "2026-11-28 tmp.short")
 
 
