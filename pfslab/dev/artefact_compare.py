@@ -15,6 +15,13 @@ one that two renderings of one commit were seen to need):
   UUID per run) -> ``<workload>-t<threads>-<RAND>``;
 - in ReFrame's ``.rfm_testcase.json``, the order of ``tags`` (ReFrame keeps them in a
   set, so their order changes from one run to the next).
+
+A dry run's case is found by its ReFrame description (``descr`` in its
+``.rfm_testcase.json``: tool, workload, lab, threads, mode), not by its stage folder,
+whose name ReFrame makes from the test's class and parameters (a renamed class renames
+every folder): its files are listed as ``dry-run/<lab>/[<descr>]/<file>``, and the case
+folder's name inside them reads ``<CASE>``. A case without a description, or with one
+another case of the lab has, keeps its folder.
 """
 
 from __future__ import annotations
@@ -59,11 +66,13 @@ class Normaliser:
                     pairs.append((variant.rstrip("/"), placeholder))
         return cls(tuple(sorted(set(pairs), key=lambda p: -len(p[0]))))
 
-    def text(self, name: str, content: str) -> str:
+    def text(self, name: str, content: str, case: str = "") -> str:
         if name == ".rfm_testcase.json":
             content = _sorted_tags(content)
         for literal, placeholder in self.literals:
             content = content.replace(literal, placeholder)
+        if case:
+            content = re.sub(rf"/{re.escape(case)}\b", "/<CASE>", content)
         for pattern, placeholder in PATTERNS:
             content = pattern.sub(placeholder, content)
         return content
@@ -115,10 +124,34 @@ class Comparison:
         return parts
 
 
-def files(folder: Path) -> set[str]:
-    """Relative paths of the folder's files, its manifest left out."""
-    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
-            if p.is_file() and p.relative_to(folder).as_posix() != MANIFEST}
+@dataclass(frozen=True)
+class Listed:
+    path: str  # relative to the folder
+    case: str = ""  # a dry-run case's stage folder name, when the file is listed by its description
+
+
+def files(folder: Path) -> dict[str, Listed]:
+    """The folder's files (its manifest left out) by the name they are compared under."""
+    out = {p.relative_to(folder).as_posix(): Listed(p.relative_to(folder).as_posix()) for p in folder.rglob("*")
+           if p.is_file() and p.relative_to(folder).as_posix() != MANIFEST}
+    cases: dict[str, list[Path]] = {}
+    for testcase in folder.glob("dry-run/*/**/.rfm_testcase.json"):
+        try:
+            descr = json.loads(testcase.read_text()).get("descr")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(descr, str) and descr:
+            lab = testcase.relative_to(folder).parts[1]
+            cases.setdefault(f"dry-run/{lab}/[{descr}]", []).append(testcase.parent)
+    for key, dirs in cases.items():
+        if len(dirs) != 1:
+            continue  # one description, two cases: neither can be told by it
+        for p in dirs[0].rglob("*"):
+            rel = p.relative_to(folder).as_posix()
+            if rel in out:
+                del out[rel]
+                out[f"{key}/{p.relative_to(dirs[0]).as_posix()}"] = Listed(rel, dirs[0].name)
+    return out
 
 
 def compare(old: Path, new: Path, context: int = 3) -> Comparison:
@@ -128,15 +161,17 @@ def compare(old: Path, new: Path, context: int = 3) -> Comparison:
             raise ValueError(f"{folder} is not a folder of rendered artefacts")
     norm_old, norm_new = Normaliser.for_folder(old), Normaliser.for_folder(new)
     old_files, new_files = files(old), files(new)
-    result = Comparison(only_old=sorted(old_files - new_files), only_new=sorted(new_files - old_files))
-    for rel in sorted(old_files & new_files):
-        a, b = (old / rel).read_bytes(), (new / rel).read_bytes()
+    result = Comparison(only_old=sorted(set(old_files) - set(new_files)),
+                        only_new=sorted(set(new_files) - set(old_files)))
+    for rel in sorted(set(old_files) & set(new_files)):
+        fa, fb = old_files[rel], new_files[rel]
+        a, b = (old / fa.path).read_bytes(), (new / fb.path).read_bytes()
         if a == b:
             result.raw_identical.append(rel)
             continue
         name = rel.rsplit("/", 1)[-1]
-        ta = norm_old.text(name, a.decode("utf-8", "replace"))
-        tb = norm_new.text(name, b.decode("utf-8", "replace"))
+        ta = norm_old.text(name, a.decode("utf-8", "replace"), fa.case)
+        tb = norm_new.text(name, b.decode("utf-8", "replace"), fb.case)
         if ta == tb:
             result.normalised_identical.append(rel)
         else:

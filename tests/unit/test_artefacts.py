@@ -101,3 +101,19 @@ def test_render_refuses_a_folder_that_is_no_checkout(tmp_path: Path, capsys: pyt
     assert ".venv/bin/pfslab is missing" in capsys.readouterr().err
     assert artefacts.main(["render", "--checkout", str(tmp_path), "--out", str(tmp_path / "o"), "--parts", "plans,x"]) == 2
     assert "--parts plans,x: allowed are dry-run, user-data, plans" in capsys.readouterr().err
+
+
+def test_dry_run_cases_are_paired_by_their_description_not_their_folder(tmp_path: Path) -> None:
+    def case(folder: str, cls: str) -> dict[str, str]:
+        stage = f"dry-run/aws-nfs/aws-nfs/clients/pfslab/{folder}"
+        return {f"{stage}/.rfm_testcase.json": json.dumps({"descr": "IOzone seq on aws-nfs, 8 threads", "cls": cls}),
+                f"{stage}/rfm_job.sh": f"iozone -+m /kit/build/runs/aws-nfs/20261128T070051Z-dry/stage/{folder}/threadlist.8\n"}
+
+    old = rendered(tmp_path / "old", "/kit", case("IOzone_19fad74c", "IOzone"))
+    new = rendered(tmp_path / "new", "/kit", case("IOzone_iozone_seq_921f418c", "IOzone"))
+    result = artefact_compare.compare(old, new)
+    assert result.clean, artefact_compare.report(result)
+    assert result.normalised_identical == ["dry-run/aws-nfs/[IOzone seq on aws-nfs, 8 threads]/rfm_job.sh"]
+    renamed = rendered(tmp_path / "renamed", "/kit", case("IOzone_iozone_seq_921f418c", "IOzone_iozone_seq"))
+    assert list(artefact_compare.compare(old, renamed).differing) == [
+        "dry-run/aws-nfs/[IOzone seq on aws-nfs, 8 threads]/.rfm_testcase.json"]
