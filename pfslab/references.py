@@ -14,20 +14,20 @@ too.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import yaml
 
-from pfslab import KIT_ROOT
+from pfslab import shapes
+# The file's reading, shared with shapes, is pfslab/reference_file.py; its names stay
+# reachable here (references.POLICY_PATH, references.ReferenceError, ...) for the callers.
+from pfslab.reference_file import POLICY_PATH, REFERENCES_DIR, ReferenceError, document, has_source, path_for
 from pfslab.units import KNOWN_UNITS, higher_is_better
-from pfslab.errors import KitError
 
-REFERENCES_DIR: Path = KIT_ROOT / "reframe" / "references"
-POLICY_PATH: Path = REFERENCES_DIR / "policy.yaml"
+__all__ = ["POLICY_PATH", "REFERENCES_DIR", "ReferenceError", "path_for"]
 #: peak, sustained, floor: published values of a curve's maximum, its plateau, the
 #: value its plateau never drops below; start: a published value at one thread count
 #: that is not a maximum (a curve's first point); baseline: measured by `make baseline`;
@@ -38,10 +38,6 @@ KINDS: tuple[str, ...] = ("peak", "sustained", "floor", "start", "baseline", "de
 SWEEP_RULES: tuple[str, ...] = ("max", "plateau-median", "plateau-every")
 #: Kinds a references file may not hold: made on the spot from the lab's own probes.
 COMPUTED_KINDS: tuple[str, ...] = ("calibrated",)
-
-
-class ReferenceError(KitError, ValueError):
-    """A references file is malformed; the message names the file and entry."""
 
 
 @dataclass(frozen=True)
@@ -125,16 +121,12 @@ class Note:
     source: dict[str, Any]
 
 
-def _has_source(source: Any) -> TypeGuard[dict[str, Any]]:
-    return isinstance(source, dict) and bool(source.get("document")) and bool(source.get("where") or source.get("quote"))
-
-
 def _entry(raw: dict[str, Any], where: str) -> Reference:
     for key in ("workload", "operation", "value", "unit", "kind"):
         if key not in raw:
             raise ReferenceError(f"{where}: missing {key!r}")
     source = raw.get("source")
-    if not _has_source(source):
+    if not has_source(source):
         raise ReferenceError(f"{where}: a reference needs a source with a document and where/quote")
     if raw["unit"] not in KNOWN_UNITS:
         raise ReferenceError(f"{where}: unit {raw['unit']!r} is unknown; known: {', '.join(KNOWN_UNITS)}")
@@ -189,28 +181,9 @@ def _note(raw: Any, where: str) -> Note:
     if not isinstance(text, str) or not text.strip():
         raise ReferenceError(f"{where}: missing 'text'")
     source = raw.get("source")
-    if not _has_source(source):
+    if not has_source(source):
         raise ReferenceError(f"{where}: a note needs a source with a document and where/quote")
     return Note(text=text.strip(), source=source)
-
-
-def path_for(lab: str) -> Path:
-    """The lab's references file. PFSLAB_REFERENCES_DIR points elsewhere (a trial
-    baseline, a site's own references) without touching the kit's files; the
-    tolerance policy stays the kit's."""
-    return Path(os.environ.get("PFSLAB_REFERENCES_DIR") or REFERENCES_DIR) / f"{lab}.yaml"
-
-
-def _document(lab: str, path: Path) -> dict[str, Any]:
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ReferenceError(f"{path.name}: must be a mapping with 'lab', 'references' and 'notes'")
-    if data.get("lab") != lab:
-        raise ReferenceError(f"{path.name}: 'lab' must be {lab!r}, not {data.get('lab')!r}")
-    for key in ("references", "notes"):
-        if data.get(key) is not None and not isinstance(data[key], list):
-            raise ReferenceError(f"{path.name}: {key!r} must be a list")
-    return data
 
 
 def load(lab: str, path: Path | None = None) -> list[Reference]:
@@ -218,13 +191,11 @@ def load(lab: str, path: Path | None = None) -> list[Reference]:
     path = path or path_for(lab)
     if not path.is_file():
         return []
-    data = _document(lab, path)
+    data = document(lab, path)
     entries = data.get("references") or []
     refs = [_entry(raw, f"{path.name}: references[{i}]") for i, raw in enumerate(entries)]
     _notes(data, path)
-    from pfslab import shapes  # shapes reads this module's helpers; validated with the rest of the file
-
-    shapes.load(lab, path)
+    shapes.load(lab, path)  # validated with the rest of the file
     return refs
 
 
@@ -237,7 +208,7 @@ def notes(lab: str, path: Path | None = None) -> list[Note]:
     path = path or path_for(lab)
     if not path.is_file():
         return []
-    return _notes(_document(lab, path), path)
+    return _notes(document(lab, path), path)
 
 
 def applies_here(ref: Reference, machine_id: str | None) -> bool:
@@ -291,3 +262,10 @@ def basis(ref: Reference) -> str:
         return f"baseline{on}: {src.get('where', '')}".rstrip(": ")
     where = src.get("where") or src.get("section") or ""
     return f"{ref.kind}: {src.get('document')}{', ' + str(where) if where else ''}"
+
+
+def published_points(refs: list[Reference], workload: str, operation: str) -> list[tuple[int, float]]:
+    """The values a references file publishes at given thread counts for one figure
+    (peaks and starts): the source's own curve, as far as it prints one."""
+    return sorted((r.threads, r.value) for r in refs if r.workload == workload and r.operation == operation
+                  and r.threads is not None and r.nodes is None and r.kind in ("peak", "start"))

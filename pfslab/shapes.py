@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from pfslab import references
+from pfslab import reference_file
 
 SHAPES: tuple[str, ...] = ("increasing", "linear", "peak")
 _KEYS = {"workload", "operation", "shape", "over", "at", "then", "tolerance", "min_efficiency", "mode", "source"}
@@ -59,9 +59,10 @@ class Shape:
 @lru_cache(maxsize=1)
 def default_tolerance() -> float:
     """policy.yaml ``shape.tolerance``: the one place the margin of a shape is written."""
-    value = float(yaml.safe_load(references.POLICY_PATH.read_text())["shape"]["tolerance"])
+    value = float(yaml.safe_load(reference_file.POLICY_PATH.read_text())["shape"]["tolerance"])
     if not 0 <= value < 1:
-        raise references.ReferenceError(f"{references.POLICY_PATH.name}: shape.tolerance {value} is not in [0, 1)")
+        raise reference_file.ReferenceError(
+            f"{reference_file.POLICY_PATH.name}: shape.tolerance {value} is not in [0, 1)")
     return value
 
 
@@ -71,7 +72,7 @@ def _int(value: Any) -> int | None:
 
 def entry(raw: Any, where: str) -> Shape:
     """One ``shapes`` entry, validated; a bad one raises a one-line ReferenceError."""
-    err = references.ReferenceError
+    err = reference_file.ReferenceError
     if not isinstance(raw, dict):
         raise err(f"{where}: a shape is a mapping with workload, operation, shape, over and source")
     extra = sorted(set(raw) - _KEYS)
@@ -83,7 +84,7 @@ def entry(raw: Any, where: str) -> Shape:
     named = f"{where} ({raw['workload']} {raw['operation']})"
     if raw["shape"] not in SHAPES:
         raise err(f"{named}: shape {raw['shape']!r} is not allowed; allowed: {', '.join(SHAPES)}")
-    if not references._has_source(raw["source"]):
+    if not reference_file.has_source(raw["source"]):
         raise err(f"{named}: a shape needs a source with a document and where/quote")
     over = raw["over"]
     ends = [_int(x) for x in over] if isinstance(over, list) and len(over) == 2 else [None]
@@ -113,12 +114,12 @@ def entry(raw: Any, where: str) -> Shape:
 
 def load(lab: str, path: Path | None = None) -> list[Shape]:
     """The shapes of a lab's references file (empty when it has none)."""
-    path = path or references.path_for(lab)
+    path = path or reference_file.path_for(lab)
     if not path.is_file():
         return []
-    raw = references._document(lab, path).get("shapes") or []
+    raw = reference_file.document(lab, path).get("shapes") or []
     if not isinstance(raw, list):
-        raise references.ReferenceError(f"{path.name}: 'shapes' must be a list")
+        raise reference_file.ReferenceError(f"{path.name}: 'shapes' must be a list")
     return [entry(item, f"{path.name}: shapes[{i}]") for i, item in enumerate(raw)]
 
 
@@ -164,9 +165,3 @@ def judge(shape: Shape, measured: list[tuple[int, float]]) -> tuple[str, str]:
         return FAIL, f"not {shape.claim()}: " + "; ".join(broken)
     return PASS, f"{shape.claim()}, within {tol * 100:g} % ({len(points)} points)"
 
-
-def published_points(refs: list[references.Reference], workload: str, operation: str) -> list[tuple[int, float]]:
-    """The values a references file publishes at given thread counts for one figure
-    (peaks and starts): the source's own curve, as far as it prints one."""
-    return sorted((r.threads, r.value) for r in refs if r.workload == workload and r.operation == operation
-                  and r.threads is not None and r.nodes is None and r.kind in ("peak", "start"))

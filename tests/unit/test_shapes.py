@@ -106,7 +106,7 @@ def test_the_seeds_own_published_curves_meet_their_claims_as_far_as_they_print_t
     as the seeds print them: where they reach the claim's range, the claim passes on them."""
     def judged(lab: str, workload: str, operation: str) -> tuple[str, str]:
         claim = next(c for c in shapes.load(lab) if (c.workload, c.operation) == (workload, operation))
-        return shapes.judge(claim, shapes.published_points(references.load(lab), workload, operation))
+        return shapes.judge(claim, references.published_points(references.load(lab), workload, operation))
 
     # Seed 002, Figure 10 read: ~3 GB/s at 1 thread, 132 GB/s at 1024.
     assert judged("beegfs-medium", "iozone-seq", "read")[0] == "pass"
