@@ -244,3 +244,27 @@ def full_reading(lab: str, inventory: dict[str, Any], transport: Transport, esse
                                               timeout))
     return Reading(judge_roles(answers, essential_roles(first.family, essential_config), service, lab, timeout))
 
+
+
+# ---- lab-up's health wait and lab-status (a local lab) --------------------------------
+
+def cluster_role(inventory: dict[str, Any]) -> RoleOnNode | None:
+    """Whose view of the whole file system counts (``health cluster``): the first server role."""
+    table = role_table(inventory)
+    return next((r for r in table if not is_client_role(r.role)), table[-1] if table else None)
+
+
+def ready(inventory: dict[str, Any], transport: Transport, timeout: float) -> tuple[bool, Result]:
+    """One look: the file system healthy (its cluster check) and every client mounted.
+    Gives the cluster check's answer, to show when the wait runs out."""
+    first = cluster_role(inventory)
+    if first is None:
+        return True, Result(0, "")
+    cluster = transport.run(first.node, transport.role_command(first.family, "health", "cluster"), timeout)
+    if not cluster.ok:
+        return False, cluster
+    for at in role_table(inventory):
+        if is_client_role(at.role) and not transport.run(
+                at.node, transport.role_command(at.family, "health", "client"), timeout).ok:
+            return False, cluster
+    return True, cluster

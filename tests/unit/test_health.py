@@ -125,3 +125,46 @@ def test_preflight_checks_fabric_everywhere_tuning_on_servers_every_role_then_th
     assert ssh.ran[:3] == [["mgmt0", f"{r}/common health fabric"], ["mgmt0", f"{r}/common health tuning"],  # type: ignore[attr-defined]
                            ["mgmt0", f"{r}/beegfs health mgmt"]]
     assert ssh.ran[-1] == ["cli0", "cd /opt/pfslab && .venv/bin/pfslab fabric-probe bg cli0 cli1"]  # type: ignore[attr-defined]
+
+
+class Answers:
+    """A transport answering each (node, role step) from a table; records what it ran."""
+
+    def __init__(self, failing: dict[tuple[str, str], Result]) -> None:
+        self.failing = failing
+        self.ran: list[tuple[str, str]] = []
+
+    def argv(self, node: str, command: Sequence[str]) -> list[str]:
+        return [node, *command]
+
+    def role_command(self, family: str, *args: str) -> list[str]:
+        return [family, *args]
+
+    def run(self, node: str, command: Sequence[str], timeout: float) -> Result:
+        step = (node, " ".join(command))
+        self.ran.append(step)
+        return self.failing.get(step, Result(0, "fine\n"))
+
+    def copy(self, node: str, source: Path, destination: str, timeout: float) -> Result:
+        raise NotImplementedError
+
+    def stream(self, node: str, command: Sequence[str]) -> Iterator[str]:
+        raise NotImplementedError
+
+
+CEPH = {"nodes": [{"name": "cli0", "roles": ["ceph-client"]}, {"name": "mon0", "roles": ["ceph-mon"]},
+                  {"name": "cli1", "roles": ["ceph-client"]}]}
+
+
+def test_ready_asks_the_first_server_for_the_cluster_then_every_client() -> None:
+    answers = Answers({})
+    assert health.ready(CEPH, answers, 5) == (True, Result(0, "fine\n"))
+    assert answers.ran == [("mon0", "ceph health cluster"), ("cli0", "ceph health client"),
+                           ("cli1", "ceph health client")]
+
+
+def test_not_ready_while_the_cluster_warns_or_a_client_is_not_mounted() -> None:
+    warn = Result(1, "HEALTH_WARN 1 osds down\n")
+    assert health.ready(CEPH, Answers({("mon0", "ceph health cluster"): warn}), 5) == (False, warn)
+    unmounted = Answers({("cli1", "ceph health client"): Result(1, "not mounted")})
+    assert health.ready(CEPH, unmounted, 5)[0] is False
