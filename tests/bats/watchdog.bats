@@ -18,7 +18,7 @@ setup() {
   ln -s "$REPO/.venv" "$KIT/.venv"
   mkdir -p "$KIT/labs" && ln -s "$REPO/labs/schema.json" "$KIT/labs/schema.json"
   ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
-  ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$REPO/scripts/lib/local.sh" "$REPO/scripts/lib/remote.sh" "$REPO/scripts/lib/login.sh" "$REPO/scripts/lib/cluster-files.sh" "$KIT/scripts/lib/"
+  ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$KIT/scripts/lib/"
   # Nodes are not namespaces here: a role step runs as it is, with the node's config.
   printf '#!/bin/bash\nPFSLAB_NODE_CONFIG=$2 exec "${@:3}"\n' >"$KIT/scripts/local/node-exec"
   # The role answers from $HEALTH/<component>.<node>: "STATUS MESSAGE" (default: healthy).

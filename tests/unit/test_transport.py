@@ -46,6 +46,13 @@ def test_ssh_run_gives_ssh_status_and_output(tmp_path: Path, monkeypatch: pytest
     assert unreachable_reason(done.output) == "No route to host"
 
 
+def test_ssh_copies_with_scp_and_the_same_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _script(tmp_path / "bin" / "scp", 'echo "scp $*"\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    done = SshTransport(Path("/b/l/ssh/config")).copy("osd0", Path("/tmp/ceph.conf"), "/etc/ceph/ceph.conf", 5)
+    assert done == transport.Result(0, "scp -F /b/l/ssh/config -q /tmp/ceph.conf osd0:/etc/ceph/ceph.conf\n")
+
+
 def test_local_runs_through_node_exec_with_the_node_namespace_and_config(tmp_path: Path) -> None:
     # A stand-in node-exec: no namespace, the role's view of its config only.
     _script(tmp_path / "kit/scripts/local/node-exec", 'echo "netns=$1"; PFSLAB_NODE_CONFIG=$2 exec "${@:3}"\n')
