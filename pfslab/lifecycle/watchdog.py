@@ -169,14 +169,14 @@ class Watch:
         if pids:
             log(TAG, f"ending the run's benchmark processes: {' '.join(map(str, sorted(pids)))}")
             _kill(pids)
-            for waited in range(END_WAIT_S):
-                left = self.benchmark_pids()
-                if not left:
-                    break
+            left, waited = self.benchmark_pids(), 0
+            while left and waited < END_WAIT_S:
                 if waited == 3 and self.namespaces:
                     self.abort_fuse()
                 _kill(left)
                 time.sleep(1)
+                waited += 1
+                left = self.benchmark_pids()
         elif not self.site:
             log(TAG, "no benchmark process was running")
             return True
