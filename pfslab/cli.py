@@ -624,12 +624,48 @@ def _add_site(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_site)
 
 
+# ---- lifecycle: preflight and the run's watchdog --------------------------------------
+
+def _cmd_lifecycle(args: argparse.Namespace) -> int:
+    from pfslab import lifecycle
+
+    # Their refusals read as the shell script's that runs them.
+    tag = {"health": "lab"}.get(args.command, args.command)
+    try:
+        if args.command == "preflight":
+            from pfslab.lifecycle.preflight import preflight
+
+            return preflight(args.args)
+        if args.command == "health":
+            from pfslab.lifecycle import status
+
+            return status.main(args.args)
+        from pfslab.lifecycle.watchdog import watchdog
+
+        return watchdog(args.args)
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(tag, err)
+
+
+def _add_lifecycle(sub: Subparsers) -> None:
+    p = sub.add_parser("preflight", help="check a running remote lab's nodes, fabric and MPI (scripts/preflight)")
+    p.add_argument("args", nargs="*", metavar="LAB", help="the lab (default: the active one)")
+    p.set_defaults(handler=_cmd_lifecycle)
+    p = sub.add_parser("health", help="a local lab's health: wait until it is healthy, or its status table "
+                       "(scripts/lab up and status)")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="wait LAB SECONDS [--quiet] | status LAB")
+    p.set_defaults(handler=_cmd_lifecycle)
+    p = sub.add_parser("watchdog", help="watch a lab's health during a run (scripts/watchdog)")
+    p.add_argument("args", nargs="*", metavar="LAB RUN_DIR WATCHED_PID [INTERVAL_S]")
+    p.set_defaults(handler=_cmd_lifecycle)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
-    _add_smoke, _add_accounting, _add_junit_error, _add_site, _add_bench,
+    _add_smoke, _add_accounting, _add_junit_error, _add_site, _add_bench, _add_lifecycle,
 )
 
 

@@ -210,6 +210,13 @@ pfslab() {
   "$cli" "$@"
 }
 
+# The same in place of this script (a signal sent to it reaches the kit's command).
+exec_pfslab() {
+  local cli=$PFSLAB_ROOT/.venv/bin/pfslab
+  [[ -x $cli ]] || die "the kit's command $cli is missing; run 'make deps' first"
+  exec "$cli" "$@"
+}
+
 # A lab name is checked before any path is built from it (build/<lab>, which lab-down
 # removes, /run/pfslab/<lab>): the schema's own pattern for `name`, read once.
 check_lab_name() {

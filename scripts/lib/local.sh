@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # A local lab's nodes and roles, read from its inventory (build/<lab>/inventory.json):
 # the role table in start order and running a role step inside a node's namespace.
-# Shared by scripts/lab (up, down, status) and scripts/watchdog. Sourced after
-# common.sh; defines functions only.
+# Used by scripts/lab (up, repair, down); health checks go through the package
+# (pfslab/transport/local.py runs the same node-exec). Sourced after common.sh.
 
 # "node role netns config" for every role of the lab, in start order: the phases the
 # kit derived (pfslab/layout.py), as the lab plan handed them to the inventory. (An
@@ -16,11 +16,3 @@ role_table() {
 role_script() { echo "$PFSLAB_ROOT/scripts/roles/${1%%-*}"; }
 
 node_exec() { "$PFSLAB_ROOT/scripts/local/node-exec" "$@"; }
-
-# Run a role action with a time bound: a sick file system must not hang the caller.
-# Usage: role_call SECONDS NETNS CONFIG ROLE ACTION [COMPONENT]   (default: ROLE's)
-role_call() {
-  local seconds=$1 netns=$2 config=$3 role=$4 action=$5 component=${6:-${4#*-}}
-  bounded "$seconds" "$PFSLAB_ROOT/scripts/local/node-exec" "$netns" "$config" \
-    "$(role_script "$role")" "$action" "$component"
-}

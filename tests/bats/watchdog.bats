@@ -14,8 +14,11 @@ setup() {
   RUN=$BATS_TEST_TMPDIR/run
   mkdir -p "$KIT/scripts/lib" "$KIT/scripts/local" "$KIT/scripts/roles" "$KIT/build/wd" "$HEALTH" "$RUN/stage"
   ln -s "$REPO/registry" "$KIT/registry"
+  # The watchdog is the kit's command (pfslab/lifecycle/watchdog.py); the script wraps it.
+  ln -s "$REPO/.venv" "$KIT/.venv"
+  mkdir -p "$KIT/labs" && ln -s "$REPO/labs/schema.json" "$KIT/labs/schema.json"
   ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
-  ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$REPO/scripts/lib/local.sh" "$REPO/scripts/lib/remote.sh" "$REPO/scripts/lib/login.sh" "$REPO/scripts/lib/cluster-files.sh" "$KIT/scripts/lib/"
+  ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$KIT/scripts/lib/"
   # Nodes are not namespaces here: a role step runs as it is, with the node's config.
   printf '#!/bin/bash\nPFSLAB_NODE_CONFIG=$2 exec "${@:3}"\n' >"$KIT/scripts/local/node-exec"
   # The role answers from $HEALTH/<component>.<node>: "STATUS MESSAGE" (default: healthy).
@@ -209,7 +212,6 @@ quick_lab() {
 # answering from files the test writes; the judging is the kit's (pfslab site health).
 site_lab() {
   mkdir -p "$KIT/bin"
-  ln -s "$REPO/.venv" "$KIT/.venv"
   jq -n '{name: "wd", target: "site", scheduler: {type: "slurm", partition: "p"},
     targets: {site: {nodes: ["cli0", "cli1"]}}}' >"$KIT/build/wd/lab.json"
   jq -n '{target: "site", clients: ["cli0", "cli1"], scheduler: {type: "slurm", partition: "p"}}' >"$KIT/build/wd/inventory.json"

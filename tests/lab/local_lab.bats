@@ -27,7 +27,9 @@ setup_file() {
   # lab-up refuse (tests/lab/two_checkouts.bats tests that refusal).
   local bridge resolved problems
   resolved=$BATS_FILE_TMPDIR/lab.json
-  "$REPO/.venv/bin/pfslab" lab show "$LAB" --instance >"$resolved"
+  # The bridge and subnet lab-up is given (PFSLAB_BRIDGE, PFSLAB_SUBNET), as it resolves them.
+  "$REPO/.venv/bin/pfslab" lab show "$LAB" --instance ${PFSLAB_BRIDGE:+--bridge "$PFSLAB_BRIDGE"} \
+    ${PFSLAB_SUBNET:+--subnet "$PFSLAB_SUBNET"} >"$resolved"
   bridge=$(jq -r .targets.local.bridge "$resolved")
   if problems=$("$REPO/.venv/bin/pfslab" lab collisions "$resolved") && ! ip link show "$bridge" >/dev/null 2>&1; then
     return 0

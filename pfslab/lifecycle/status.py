@@ -1,0 +1,73 @@
+"""A local lab's health for scripts/lab: lab-up's wait until it is healthy, and the
+table of lab-status, both judged by :mod:`pfslab.lifecycle.health` through the lab's
+transport."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pfslab import KIT_ROOT
+from pfslab.lifecycle import Refusal, build_dir, check_lab_name, health
+from pfslab.transport import Transport, for_lab
+
+#: Seconds one role's health check may take before it counts as not answering.
+CALL_TIMEOUT_S = 120
+
+
+def _lab(lab: str) -> tuple[dict[str, Any], Transport]:
+    check_lab_name(lab)
+    path = build_dir() / lab / "inventory.json"
+    if not path.is_file():
+        raise Refusal(f"lab {lab} is not up (no {path}); run 'make lab-up LAB={lab}'")
+    inventory = json.loads(path.read_text())
+    return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), "/opt/pfslab", "/etc/pfslab/node.json")
+
+
+def wait(lab: str, seconds: int, quiet: bool) -> int:
+    """Until the file system is healthy and every client mounted: 0; after ``seconds``,
+    1 when ``quiet`` (the caller repairs), else the cluster's answer and a refusal."""
+    inventory, transport = _lab(lab)
+    start = time.monotonic()
+    while True:
+        ok, cluster = health.ready(inventory, transport, CALL_TIMEOUT_S)
+        if ok:
+            return 0
+        if time.monotonic() - start >= seconds:
+            if quiet:
+                return 1
+            sys.stderr.write(cluster.output)
+            raise Refusal(f"lab {lab} is not healthy after {seconds}s; 'make lab-status' shows what is wrong")
+        time.sleep(1)
+
+
+def status(lab: str) -> int:
+    """Every role's health, one line each, then the file system's own view; 1 if any fails."""
+    inventory, transport = _lab(lab)
+    addresses = {n["name"]: n.get("address", "") for n in inventory.get("nodes", [])}
+    print(f"lab {lab} ({inventory.get('title', '')}), target {inventory['target']}")
+    print(f"{'NODE':<8} {'ADDRESS':<14} {'ROLE':<12} STATE")
+    rc = 0
+    for at in health.role_table(inventory):
+        done = transport.run(at.node, transport.role_command(at.family, "health", at.component), CALL_TIMEOUT_S)
+        state = "ok" if done.ok else "FAILED: " + "; ".join(done.output.strip("\n").splitlines())
+        rc |= not done.ok
+        print(f"{at.node:<8} {addresses.get(at.node, ''):<14} {at.role:<12} {state}", flush=True)
+    first = health.cluster_role(inventory)
+    if first is not None:
+        cluster = transport.run(first.node, transport.role_command(first.family, "health", "cluster"), CALL_TIMEOUT_S)
+        print(cluster.output, end="", flush=True)
+        rc |= not cluster.ok
+    return rc
+
+
+def main(args: Sequence[str]) -> int:
+    """``pfslab health wait LAB SECONDS [--quiet]`` or ``pfslab health status LAB``."""
+    if len(args) >= 3 and args[0] == "wait" and args[2].isdigit() and args[3:] in ([], ["--quiet"]):
+        return wait(args[1], int(args[2]), quiet=bool(args[3:]))
+    if len(args) == 2 and args[0] == "status":
+        return status(args[1])
+    raise Refusal("usage: pfslab health wait LAB SECONDS [--quiet] | pfslab health status LAB")
