@@ -73,8 +73,8 @@ help: ## Show the targets and the variables they take
 	@echo "Targets (registry/targets/<target>.json; a lab file's target, TARGET of make user-data):"
 	@python3 -c 'import json, pathlib; [print("  {target:10} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("registry/targets").glob("*.json"))]'
 	@echo
-	@echo "File systems (registry/families/<fs>.json; FAMILY is the family):"
-	@python3 -c 'import json, pathlib; [print("  {filesystem:8} family {family:7} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("registry/families").glob("*.json"))]'
+	@echo "File systems (families/<fs>/family.json; FAMILY is the family):"
+	@python3 -c 'import json, pathlib; [print("  {filesystem:8} family {family:7} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("families").glob("*/family.json"))]'
 
 deps: ## Install everything: the labs' and benchmarks' packages, the test and image tools, .venv; idempotent
 	scripts/deps all

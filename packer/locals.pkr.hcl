@@ -6,11 +6,11 @@ locals {
   built_at = timestamp()
   stamp    = formatdate("YYYYMMDDhhmm", local.built_at)
 
-  # The file-system families (registry/families/*.json), keyed by family. An unknown
-  # family stops the build on a file() error whose "path" is the explanation.
-  family_dir = "${var.kit_root}/registry/families"
+  # The file-system families (families/<fs>/family.json, one folder each), keyed by
+  # family. An unknown family stops the build on a file() error whose "path" is the explanation.
+  family_dir = "${var.kit_root}/families"
   families = {
-    for f in fileset(local.family_dir, "*.json") : jsondecode(file("${local.family_dir}/${f}")).family => jsondecode(file("${local.family_dir}/${f}"))
+    for f in fileset(local.family_dir, "*/family.json") : jsondecode(file("${local.family_dir}/${f}")).family => jsondecode(file("${local.family_dir}/${f}"))
   }
 
   # What the image's role installs from scripts/roles/<family> (`install COMPONENT`):
@@ -18,7 +18,7 @@ locals {
   components = contains(keys(local.families), var.family) ? [
     for r in local.families[var.family].roles : r.component if try(r.client, false) == (var.role == "client")
     ] : jsondecode(file(
-      "family '${var.family}' is not one of ${join(", ", sort(keys(local.families)))} (registry/families)"
+      "family '${var.family}' is not one of ${join(", ", sort(keys(local.families)))} (families/*/family.json)"
   ))
 
   # The lab-plan target a builder's images serve (the node config's `target`).

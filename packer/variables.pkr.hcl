@@ -43,7 +43,7 @@ variable "family" {
   default     = "ceph"
   validation {
     condition     = length(regex_replace(var.family, "^[a-z][a-z0-9]{1,15}$", "")) == 0
-    error_message = "The family must be a family name of registry/families/*.json (lower-case letters and digits), e.g. ceph."
+    error_message = "The family must be a family name of families/*/family.json (lower-case letters and digits), e.g. ceph."
   }
 }
 

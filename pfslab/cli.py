@@ -172,7 +172,7 @@ def _cmd_registry(args: argparse.Namespace) -> int:
         fams = registry.families()
         if not registry.schema_is_current():
             raise UsageError(
-                "labs/schema.json is not what registry/families/*.json make; "
+                "labs/schema.json is not what families/*/family.json and registry/*/*.json make; "
                 "run '.venv/bin/pfslab registry schema --write'"
             )
         tgts, scheds = registry.targets(), registry.schedulers()

@@ -129,7 +129,7 @@ def release(lab: dict[str, Any]) -> list[Deviation]:
     return [Deviation(f"{rel['type']} release the nodes install ({rel['installed_field']})",
                       _text(rel["characterised"]), _text(rel["installed"]),
                       _text(node.get("description") or "the family's default release"),
-                      f"registry/families/{rel['type']}.json")]
+                      f"families/{rel['type']}/family.json")]
 
 
 def listing(lab: dict[str, Any], path: Path) -> list[Deviation]:

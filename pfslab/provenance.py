@@ -18,19 +18,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pfslab import KIT_ROOT, calibration, deviations, labs, machine, references, state, toolchain
+from pfslab import KIT_ROOT, calibration, deviations, labs, machine, references, registry, state, toolchain
 
 #: How each tool tells its version. IOR and mdtest have no --version: the kit reads
-#: theirs from each output header instead (the parsers keep it per result).
+#: theirs from each output header instead (the parsers keep it per result). A file
+#: system's client is asked as its family says (version_commands).
 VERSION_COMMANDS: dict[str, list[str]] = {
     "fio": ["fio", "--version"],
     "iozone": ["iozone", "-v"],
     "mpirun": ["mpirun", "--version"],
-    "ceph": ["ceph", "--version"],
     "lmp": ["lmp", "-h"],
     "reframe": ["reframe", "--version"],
     "terraform": ["terraform", "version"],
 }
+
+
+def version_commands() -> dict[str, list[str]]:
+    """VERSION_COMMANDS and each family's version_command, keyed by its program."""
+    found = dict(VERSION_COMMANDS)
+    for fam in registry.families().values():
+        if fam.version_command:
+            found.setdefault(fam.version_command[0], list(fam.version_command))
+    return found
 _VERSION = re.compile(r"(\d+\.\d+(?:[.\-_]\w+)*)")
 
 
@@ -47,7 +56,7 @@ def _first_version(text: str, tool: str) -> str | None:
 
 def tool_versions(search_path: str) -> dict[str, dict[str, str | None]]:
     found: dict[str, dict[str, str | None]] = {}
-    for tool, command in VERSION_COMMANDS.items():
+    for tool, command in version_commands().items():
         path = shutil.which(command[0], path=search_path)
         if path is None:
             found[tool] = {"path": None, "version": None}

@@ -1,4 +1,5 @@
-"""The kit's registry: file-system families (``registry/families/<filesystem>.json``),
+"""The kit's registry: file-system families (``families/<filesystem>/family.json``, beside
+the family's role script ``families/<filesystem>/role``),
 targets (``registry/targets/<target>.json``) and schedulers
 (``registry/schedulers/<scheduler>.json``).
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +24,8 @@ from pfslab import KIT_ROOT
 from pfslab.errors import KitError
 
 REGISTRY_DIR: Path = KIT_ROOT / "registry"
-FAMILIES_DIR: Path = REGISTRY_DIR / "families"
+#: One folder per file-system family: a new family is a new folder, found by its family.json.
+FAMILIES_DIR: Path = KIT_ROOT / "families"
 FAMILY_SCHEMA: Path = REGISTRY_DIR / "family.schema.json"
 TARGETS_DIR: Path = REGISTRY_DIR / "targets"
 TARGET_SCHEMA: Path = REGISTRY_DIR / "target.schema.json"
@@ -59,6 +62,8 @@ class Family:
     #: The dotted setting under filesystem.<family> naming the release the role installs
     #: (its default is the kit's release), or None when the kit does not choose it.
     installed_version: str | None = None
+    #: How a client tells the file system's version (run provenance), or None.
+    version_command: tuple[str, ...] | None = None
 
     def role_names(self) -> list[str]:
         return [r.name for r in self.roles]
@@ -188,13 +193,16 @@ def _load(path: Path) -> Family:
     doc = _read(path, FAMILY_SCHEMA)
     where = _where(path)
     fs, fam = doc["filesystem"], doc["family"]
-    if path.stem != fs:
-        raise RegistryError(f"{where}: filesystem {fs!r} must equal the file name {path.stem!r}")
+    if path.parent.name != fs:
+        raise RegistryError(f"{where}: filesystem {fs!r} must equal the folder name {path.parent.name!r}")
     for role in doc["roles"]:
         if role["name"] != f"{fam}-{role['component']}":
             raise RegistryError(f"{where}: role {role['name']!r} must be named {fam}-{role['component']} (<family>-<component>)")
     if fam not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {fam!r} key (the schema of filesystem.{fam})")
+    script = path.parent / "role"
+    if not (script.is_file() and os.access(script, os.X_OK)):
+        raise RegistryError(f"{where}: no executable role script beside it ({_where(script)}: nodes run it as scripts/roles/{fam})")
     if not any(r.get("client") for r in doc["roles"]):
         raise RegistryError(f"{where}: no role is marked client: true (who runs the benchmarks?)")
     roles = tuple(
@@ -202,19 +210,21 @@ def _load(path: Path) -> Family:
              bool(r.get("data")), bool(r.get("client")))
         for r in doc["roles"]
     )
-    return Family(fs, fam, doc["title"], roles, doc["settings"], doc.get("installed_version"))
+    command = doc.get("version_command")
+    return Family(fs, fam, doc["title"], roles, doc["settings"], doc.get("installed_version"),
+                  tuple(command) if command else None)
 
 
 @lru_cache(maxsize=4)
 def families(directory: Path = FAMILIES_DIR) -> dict[str, Family]:
-    """Every family, keyed by its file system type, in file-name order."""
-    found = {p.stem: _load(p) for p in sorted(directory.glob("*.json"))}
+    """Every family, keyed by its file system type, in folder-name order."""
+    found = {p.parent.name: _load(p) for p in sorted(directory.glob("*/family.json"))}
     if not found:
-        raise RegistryError(f"{directory}: no family file (registry/families/<filesystem>.json)")
+        raise RegistryError(f"{directory}: no family folder (families/<filesystem>/family.json)")
     seen: dict[str, str] = {}
     for fs, fam in found.items():
         if fam.family in seen:
-            raise RegistryError(f"registry/families/{fs}.json: family {fam.family!r} is also {seen[fam.family]}'s")
+            raise RegistryError(f"families/{fs}/family.json: family {fam.family!r} is also {seen[fam.family]}'s")
         seen[fam.family] = fs
     return found
 

@@ -30,7 +30,7 @@ labs' workloads to run their shapes in quick mode. Labs shipped:
 
 {labs}
 
-File systems (one file each in [`registry/families/`](../registry/families), which
+File systems (one folder each in [`families/`](../families): its `family.json`, which
 also gives this schema its `filesystem.type` and role names; roles start in phase order):
 
 {families}

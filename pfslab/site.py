@@ -106,7 +106,7 @@ def probe_script(lab: dict[str, Any]) -> str:
     """The shell script every node runs; it only reads, and writes one probe file that it
     removes at once."""
     q = shlex.quote
-    version_args = {cmd[0]: " ".join(q(a) for a in cmd[1:]) for cmd in provenance.VERSION_COMMANDS.values()}
+    version_args = {cmd[0]: " ".join(q(a) for a in cmd[1:]) for cmd in provenance.version_commands().values()}
     tool_lines = []
     for exe in executables(lab):
         args = version_args.get(exe)

@@ -47,7 +47,8 @@ main() {
   pkg_install "${SPACK_BUILD_PACKAGES[@]}"
   # The family's file system decides the toolchain profile (BeeGFS: IOR +beegfs, against
   # the headers the family's client role installed just before).
-  PFSLAB_TOOLCHAIN_FILESYSTEM=$(jq -r '.filesystem' "$KIT/registry/families/${PFSLAB_FAMILY:?PFSLAB_FAMILY is not set}.json") \
+  # PFSLAB_FAMILY is a family name (ceph), the folder a file system's (cephfs).
+  PFSLAB_TOOLCHAIN_FILESYSTEM=$(jq -r --arg f "${PFSLAB_FAMILY:?PFSLAB_FAMILY is not set}" 'select(.family == $f) | .filesystem' "$KIT"/families/*/family.json) \
     "$KIT/scripts/toolchain"
   record "done in $((SECONDS - start))s"
 }

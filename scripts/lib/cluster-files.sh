@@ -1,11 +1,14 @@
 # shellcheck shell=bash
 # The cluster's files (paths.cluster) and which node gets which: the bootstrap node
 # (the first node of the first start phase) makes them; every other node receives only
-# the files its roles use, so a secret lives on no node that does not need it.
+# the files its roles use, so a secret lives on no node that does not need it. Which
+# files a role uses is its family's to say (roles[].cluster_files in
+# families/<fs>/family.json); the Slurm scheduler's roles use MUNGE's key.
 # Shared by scripts/lib/remote.sh (cloud, bare metal: copied over SSH) and
 # scripts/local/cluster-files (the local lab: one directory per node). Sourced after
 # common.sh; defines functions only.
 #
+# The families' files today:
 #   ceph.conf                              every Ceph node (not secret, mode 644)
 #   monmap                                 ceph-mon (not secret; only a new monitor reads it)
 #   ceph.mon.keyring                       ceph-mon: the mon. key and every key created
@@ -25,17 +28,14 @@
 # The files a node with these roles gets, one per line: cluster_files_for ROLE...
 cluster_files_for() {
   local role
-  for role in "$@"; do
-    case $role in
-      ceph-mon) printf '%s\n' ceph.conf monmap ceph.mon.keyring ceph.client.admin.keyring ;;
-      ceph-mgr) printf '%s\n' ceph.conf ceph.client.bootstrap-mgr.keyring ;;
-      ceph-osd) printf '%s\n' ceph.conf ceph.client.bootstrap-osd.keyring ;;
-      ceph-mds) printf '%s\n' ceph.conf ceph.client.admin.keyring ;;
-      ceph-client) printf '%s\n' ceph.conf ceph.client.pfslab.keyring ;;
-      beegfs-*) echo beegfs.auth ;;
-      slurm-*) echo munge.key ;;
-    esac
-  done | sort -u
+  {
+    # The scheduler is not a family: its one file stays here.
+    for role in "$@"; do
+      [[ $role != slurm-* ]] || echo munge.key
+    done
+    jq -r --arg roles " $* " '.roles[] | select(.name as $n | $roles | contains(" " + $n + " ")) | .cluster_files[]?' \
+      "$PFSLAB_ROOT"/families/*/family.json
+  } | sort -u
 }
 
 # MUNGE's key for a lab with Slurm, made once: 1 KiB of /dev/urandom written inside

@@ -404,11 +404,31 @@ unmount_bounded() {
   bounded "$grace" umount -l -c "$target"
 }
 
+# The family file of a file system type (families/<fs>/family.json); one line naming
+# the known ones when there is none. Usage: family_file FILESYSTEM
+family_file() {
+  local file=$PFSLAB_ROOT/families/$1/family.json known
+  if [[ ! -s $file ]]; then
+    known=$(jq -r .filesystem "$PFSLAB_ROOT"/families/*/family.json | paste -sd, | sed 's/,/, /g')
+    die "unknown file system '$1': one of $known (families/<fs>/family.json)"
+  fi
+  printf '%s\n' "$file"
+}
+
+# The folder of the family named FAMILY (its family.json's family, e.g. ceph for
+# families/cephfs); nothing when no family has that name. Usage: family_dir FAMILY
+family_dir() {
+  local files=("$PFSLAB_ROOT"/families/*/family.json) file
+  [[ -f ${files[0]} ]] || return 0
+  file=$(jq -rn --arg f "$1" 'first(inputs | select(.family == $f) | input_filename) // empty' "${files[@]}")
+  [[ -z $file ]] || dirname "$file"
+}
+
 # Whether ROLE mounts the file system and runs benchmarks: "client": true in its family
-# file (registry/families/*.json). Usage: is_client_role ROLE
+# file (families/*/family.json). Usage: is_client_role ROLE
 is_client_role() {
   if [[ -z ${PFSLAB_CLIENT_ROLES:-} ]]; then
-    PFSLAB_CLIENT_ROLES=" $(jq -r '.roles[] | select(.client == true) | .name' "$PFSLAB_ROOT"/registry/families/*.json | tr '\n' ' ')"
+    PFSLAB_CLIENT_ROLES=" $(jq -r '.roles[] | select(.client == true) | .name' "$PFSLAB_ROOT"/families/*/family.json | tr '\n' ' ')"
   fi
   [[ $PFSLAB_CLIENT_ROLES == *" $1 "* ]]
 }

@@ -79,7 +79,7 @@ image_recipe_steps() {
 image_components() {
   local family=$1 role=$2
   jq -r --arg f "$family" --arg r "$role" 'select(.family == $f) | .roles[] | select((.client == true) == ($r == "client")) | .component' \
-    "$PFSLAB_ROOT"/registry/families/*.json | paste -sd' '
+    "$PFSLAB_ROOT"/families/*/family.json | paste -sd' '
 }
 
 # The environment builds.pkr.hcl gives a step on the qemu builder (toolchain: distro on

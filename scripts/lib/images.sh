@@ -7,7 +7,7 @@
 IMAGES_DIR=${PFSLAB_IMAGES_DIR:-$PFSLAB_ROOT/build/images}
 
 # What an image carries of the kit (under /opt/pfslab): nothing from build/ or .venv.
-KIT_PATHS=(scripts labs registry pfslab reframe spack pyproject.toml requirements.txt requirements.lock requirements-build.txt)
+KIT_PATHS=(scripts families labs registry pfslab reframe spack pyproject.toml requirements.txt requirements.lock requirements-build.txt)
 
 # ---- the kit's files and their digest ------------------------------------------------
 
@@ -38,16 +38,33 @@ kit_existing() {
   done
 }
 
+# Nodes run a family's role script as scripts/roles/<family>, beside the kit's own
+# roles: the path first boot, the images' install step and every SSH call name, the same
+# whichever folder the family lives in. So the image carries families/<fs>/role there
+# too. "SOURCE<TAB>PATH" per file of the image (PATH where the image has it, SOURCE the
+# kit file it is), sorted by PATH.
+image_entries() {
+  local f family
+  while IFS= read -r f; do
+    printf '%s\t%s\n' "$f" "$f"
+    if [[ $f =~ ^families/([^/]+)/role$ ]]; then
+      family=$(jq -r .family "$PFSLAB_ROOT/families/${BASH_REMATCH[1]}/family.json") ||
+        die "families/${BASH_REMATCH[1]}/family.json: cannot read its family"
+      printf '%s\tscripts/roles/%s\n' "$f" "$family"
+    fi
+  done < <(image_files) | LC_ALL=C sort -t $'\t' -k2,2
+}
+
 # "<sha256>  <mode>  <path>" per file: the contents, the executable bit (755/644,
 # whatever the umask) and the path. The digest is taken over these lines.
 image_manifest() {
-  local f mode sum
-  while IFS= read -r f; do
+  local src f mode sum
+  while IFS=$'\t' read -r src f; do
     mode=644
-    [[ -x $PFSLAB_ROOT/$f ]] && mode=755
-    sum=$(sha256sum <"$PFSLAB_ROOT/$f")
+    [[ -x $PFSLAB_ROOT/$src ]] && mode=755
+    sum=$(sha256sum <"$PFSLAB_ROOT/$src")
     printf '%s  %s  %s\n' "${sum%% *}" "$mode" "$f"
-  done < <(image_files)
+  done < <(image_entries)
 }
 
 image_digest() {
@@ -60,13 +77,23 @@ image_digest() {
 # A gzip'd tar of exactly the files the digest covers (owner root, modes 755/644),
 # with the manifest as .pfslab-manifest. Usage: kit_archive OUT.tar.gz
 kit_archive() {
-  local out=$1 list tmp
+  local out=$1 list tmp src f
   list=$(mktemp)
   tmp=$(mktemp -d)
   image_files >"$list"
   image_manifest >"$tmp/.pfslab-manifest"
   tar -C "$PFSLAB_ROOT" --owner=0 --group=0 --numeric-owner --mode='u+rw,go+r,go-w' \
     -cf "$tmp/kit.tar" --verbatim-files-from -T "$list"
+  # The role scripts' node copies (image_entries), staged at their image paths.
+  : >"$list"
+  while IFS=$'\t' read -r src f; do
+    [[ $src != "$f" ]] || continue
+    mkdir -p "$tmp/copies/$(dirname "$f")"
+    cp -p "$PFSLAB_ROOT/$src" "$tmp/copies/$f"
+    printf '%s\n' "$f" >>"$list"
+  done < <(image_entries)
+  [[ ! -s $list ]] || tar -C "$tmp/copies" --owner=0 --group=0 --numeric-owner --mode='u+rw,go+r,go-w' \
+    -rf "$tmp/kit.tar" --verbatim-files-from -T "$list"
   tar -C "$tmp" --owner=0 --group=0 --numeric-owner -rf "$tmp/kit.tar" .pfslab-manifest
   gzip -n -c "$tmp/kit.tar" >"$out.partial"
   mv "$out.partial" "$out"

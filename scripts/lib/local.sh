@@ -13,6 +13,12 @@ role_table() {
     | "\(.node) \(.role) \($l.netns[.node]) \($l.state_root)/nodes/\(.node)/node.json"' "$1"
 }
 
-role_script() { echo "$PFSLAB_ROOT/scripts/roles/${1%%-*}"; }
+# A role's script here: its family's (families/<fs>/role, the family named by the
+# role's prefix), else the kit's own (scripts/roles/common, scripts/roles/slurm).
+role_script() {
+  local dir
+  dir=$(family_dir "${1%%-*}")
+  if [[ -n $dir ]]; then echo "$dir/role"; else echo "$PFSLAB_ROOT/scripts/roles/${1%%-*}"; fi
+}
 
 node_exec() { "$PFSLAB_ROOT/scripts/local/node-exec" "$@"; }

@@ -22,7 +22,7 @@ sysroot() { printf '%s%s\n' "${PFSLAB_SYSROOT:-}" "$1"; }
 family_default() {
   local fs=$1 field=$2 path
   path=".settings[.family] | .properties.${field//./.properties.}.default // empty"
-  jq -r "$path" "$PFSLAB_ROOT/registry/families/$fs.json"
+  jq -r "$path" "$(family_file "$fs")"
 }
 
 # Whether this node is a network namespace of the kit's own host (machine_kind netns,

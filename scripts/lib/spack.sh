@@ -40,10 +40,12 @@ spk() { "$SPACK" "${PROFILE_ARGS[@]}" "$@" >&2; }
 # ---- toolchain profiles ------------------------------------------------------------------
 # spack.yaml is the toolchain of x86_64 clients of any file system (the committed
 # spack.lock). Two things differ between labs' clients and cannot be one lock: the
-# machine (an aarch64 client runs other binaries) and IOR's BeeGFS support (it compiles
-# against the BeeGFS client headers, which only BeeGFS clients have: scripts/roles/beegfs
-# installs them). A profile states them in a config scope that Spack reads with -C,
-# above the environment's own settings; the default profile has none.
+# machine (an aarch64 client runs other binaries) and what a file system's family adds
+# (BeeGFS: IOR +beegfs, compiled against the BeeGFS client headers, which only BeeGFS
+# clients have). A family says what it adds in its family.json (toolchain: Spack
+# requirements, and system packages taken as externals, whose versions are the node's).
+# A profile states them in a config scope that Spack reads with -C, above the
+# environment's own settings; the default profile has none.
 
 # The Spack target of a machine (uname -m); empty for spack.yaml's own (x86_64_v2).
 profile_target() {
@@ -54,19 +56,26 @@ profile_target() {
   esac
 }
 
-# The installed BeeGFS client headers' version (beegfs-client-dev / -devel), e.g. 7.4.5.
-beegfs_headers_version() {
-  local v=
-  if command -v dpkg-query >/dev/null 2>&1; then
-    v=$(dpkg-query -W -f '${Version}' beegfs-client-dev 2>/dev/null || true)
-  elif command -v rpm >/dev/null 2>&1; then
-    v=$(rpm -q --qf '%{VERSION}' beegfs-client-devel 2>/dev/null || true)
-  fi
-  v=${v#*:}
-  v=${v%%-*}
-  [[ $v =~ ^[0-9]+(\.[0-9]+)+$ && -f ${PFSLAB_SYSROOT:-}/usr/include/beegfs/beegfs.h ]] ||
-    die "toolchain: IOR for a BeeGFS lab needs the BeeGFS client headers (/usr/include/beegfs/beegfs.h), and beegfs-client-dev is not installed; 'scripts/roles/beegfs install client' installs it"
-  printf '%s\n' "$v"
+# The installed version of each system package FILESYSTEM's family takes as a Spack
+# external (toolchain.externals), one per line in the family file's order, e.g. 7.4.5;
+# one line naming the package when it is not installed. Usage: toolchain_external_versions FS
+toolchain_external_versions() {
+  local fs=$1 file family spack deb rpm path v
+  file=$(family_file "$fs")
+  family=$(jq -r .family "$file")
+  while IFS=$'\t' read -r spack deb rpm path; do
+    v=
+    if command -v dpkg-query >/dev/null 2>&1; then
+      v=$(dpkg-query -W -f '${Version}' "$deb" 2>/dev/null || true)
+    elif command -v rpm >/dev/null 2>&1; then
+      v=$(rpm -q --qf '%{VERSION}' "$rpm" 2>/dev/null || true)
+    fi
+    v=${v#*:}
+    v=${v%%-*}
+    [[ $v =~ ^[0-9]+(\.[0-9]+)+$ && -f ${PFSLAB_SYSROOT:-}$path ]] ||
+      die "toolchain: the $fs toolchain profile takes $spack from the system ($path), and $deb (deb) / $rpm (rpm) is not installed; 'scripts/roles/$family install client' installs it"
+    printf '%s\n' "$v"
+  done < <(jq -r '.toolchain.externals[]? | [.spack, .deb, .rpm, .file] | @tsv' "$file")
 }
 
 # spack.yaml's packages section for another target: every requirement list replaced
@@ -78,30 +87,27 @@ retargeted_packages() {
     sed -e '/^ *#/d' -e '/^$/d' -e 's/^  //' -e 's/^\( *\)require:$/\1require::/' -e "s/target=x86_64_v2/target=$1/g"
 }
 
-# write_profile_scope DIR MACHINE FILESYSTEM [BEEGFS_VERSION]: the profile of clients
-# of MACHINE (uname -m) on FILESYSTEM (empty: any) into DIR/packages.yaml; DIR is
-# removed for the default profile. Prints DIR when it wrote one.
+# write_profile_scope DIR MACHINE FILESYSTEM [VERSION...]: the profile of clients of
+# MACHINE (uname -m) on FILESYSTEM (empty: any) into DIR/packages.yaml; the VERSIONs are
+# those of the family's toolchain.externals, in order (toolchain_external_versions). DIR
+# is removed for the default profile. Prints DIR when it wrote one.
 write_profile_scope() {
-  local dir=$1 machine=$2 fs=${3:-} beegfs=${4:-} target
+  local dir=$1 machine=$2 fs=${3:-} target toolchain=null wanted
+  shift 3 || shift $#
   target=$(profile_target "$machine")
+  [[ -z $fs ]] || toolchain=$(jq -c '.toolchain // null' "$(family_file "$fs")")
   rm -rf "$dir"
-  [[ -n $target || $fs == beegfs ]] || return 0
-  [[ $fs != beegfs || -n $beegfs ]] || die "toolchain: the BeeGFS profile needs the BeeGFS headers' version"
+  [[ -n $target || $toolchain != null ]] || return 0
+  wanted=$(jq '.externals // [] | length' <<<"$toolchain")
+  (($# >= wanted)) || die "toolchain: the $fs profile needs the installed versions of $(jq -r '[.externals[].spack] | join(", ")' <<<"$toolchain")"
   mkdir -p "$dir"
   {
     echo "# Written by scripts/lib/spack.sh: the toolchain profile of $machine clients${fs:+ of $fs}."
     echo "packages:"
     [[ -z $target ]] || retargeted_packages "$target"
-    if [[ $fs == beegfs ]]; then
-      echo "  ior:"
-      echo "    require:"
-      echo "    - +beegfs"
-      echo "  beegfs-client-dev:"
-      echo "    buildable: false"
-      echo "    externals:"
-      echo "    - spec: beegfs-client-dev@$beegfs"
-      echo "      prefix: /usr"
-    fi
+    jq -r --args '(.require // {} | to_entries[] | "  \(.key):", "    require:", (.value[] | "    - \(.)")),
+      (.externals // [] | to_entries[] | "  \(.value.spack):", "    buildable: false", "    externals:",
+        "    - spec: \(.value.spack)@\($ARGS.positional[.key])", "      prefix: \(.value.prefix)")' "$@" <<<"$toolchain"
   } >"$dir/packages.yaml"
   printf '%s\n' "$dir"
 }

@@ -15,7 +15,7 @@ setup() {
   [[ -x $KIT/.venv/bin/python ]] || skip "the kit's Python environment is missing: run 'make deps'"
   COPY=$BATS_TEST_TMPDIR/kit
   mkdir -p "$COPY/labs"
-  for entry in scripts registry pfslab reframe spack terraform .venv; do ln -s "$KIT/$entry" "$COPY/$entry"; done
+  for entry in scripts families registry pfslab reframe spack terraform .venv; do ln -s "$KIT/$entry" "$COPY/$entry"; done
   cp "$KIT"/labs/*.yaml "$KIT/labs/schema.json" "$COPY/labs/"
   for t in rmdir ssh-keygen env sha1sum python3 od; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
   shim ssh

@@ -105,12 +105,17 @@ node_config() {
 # Run a role in the sandbox: role CONFIG FAMILY ACTION COMPONENT
 # Run a role script in the sandbox: only the shims and safe tools on PATH, and the
 # stand-in mount table (PFSLAB_MOUNTS, read by is_mounted) instead of mountinfo.
+# A family's role script is families/<fs>/role (the folder whose family.json names it);
+# the kit's own roles (common, slurm) are scripts/roles/<name>.
 role() {
-  local config=$1 family=$2
+  local config=$1 family=$2 script file
   shift 2
+  script=$KIT/scripts/roles/$family
+  file=$(jq -rn --arg f "$family" 'first(inputs | select(.family == $f) | input_filename) // empty' "$KIT"/families/*/family.json)
+  [[ -z $file ]] || script=${file%/family.json}/role
   run /usr/bin/env -i PATH="$SHIMS:$SAFE" HOME="$BATS_TEST_TMPDIR" SHIM_LOG="$SHIM_LOG" SHIM_STATE="$SHIM_STATE" PFSLAB_MOUNTS="$SHIM_STATE/mounts" \
     PFSLAB_NODE_CONFIG="$config" PFSLAB_SYSROOT="$ROOT" ${ROLE_ENV[@]+"${ROLE_ENV[@]}"} \
-    "$KIT/scripts/roles/$family" "$@"
+    "$script" "$@"
 }
 
 # Fake NVMe controllers: fake_nvme NUMA FIRST COUNT -> nvmeFIRST..nvme(FIRST+COUNT-1)

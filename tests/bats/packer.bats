@@ -95,10 +95,10 @@ packer_offline() {
   assert_failure
   # Packer wraps the message at 80 columns: compare it with the line breaks undone.
   run tr -s ' \n' ' ' <<<"$output"
-  assert_output --partial "family 'lustre' is not one of beegfs, ceph, gpfs, nfs (registry/families)"
+  assert_output --partial "family 'lustre' is not one of beegfs, ceph, gpfs, nfs (families/*/family.json)"
   packer_offline validate "${VARS[@]}" -var role=server -var family=Ceph "$(templates)"
   assert_failure
-  assert_output --partial "The family must be a family name of registry/families/*.json"
+  assert_output --partial "The family must be a family name of families/*/family.json"
   packer_offline validate "${VARS[@]}" -var role=server -var image_digest=0123abc "$(templates)"
   assert_failure
   assert_output --partial "64 lower-case hex digits"
@@ -195,7 +195,7 @@ image_shims() {
   IMAGES_ENV=(FAMILY=lustre)
   images qemu server
   assert_failure 2
-  assert_output "[images] error: unknown FAMILY 'lustre': one of beegfs, ceph, gpfs, nfs (registry/families)"
+  assert_output "[images] error: unknown FAMILY 'lustre': one of beegfs, ceph, gpfs, nfs (families/*/family.json)"
   IMAGES_ENV=(TOOLCHAIN=sometimes)
   images aws client
   assert_failure 2
@@ -301,9 +301,10 @@ variables.pkr.hcl"
 # A small kit: what an image carries, and what it must not.
 fake_kit() {
   K=$BATS_TEST_TMPDIR/kit
-  mkdir -p "$K/scripts/roles" "$K/labs" "$K/reframe/__pycache__" "$K/spack" "$K/build/images" "$K/.venv" "$K/packer"
-  echo 'echo role' >"$K/scripts/roles/ceph"
-  chmod +x "$K/scripts/roles/ceph"
+  mkdir -p "$K/scripts" "$K/families/cephfs" "$K/labs" "$K/reframe/__pycache__" "$K/spack" "$K/build/images" "$K/.venv" "$K/packer"
+  echo 'echo role' >"$K/families/cephfs/role"
+  chmod +x "$K/families/cephfs/role"
+  echo '{"filesystem": "cephfs", "family": "ceph"}' >"$K/families/cephfs/family.json"
   echo 'name: local' >"$K/labs/local.yaml"
   echo 'x = 1' >"$K/reframe/ior.py"
   echo 'bytecode' >"$K/reframe/__pycache__/ior.cpython-311.pyc"
@@ -316,17 +317,20 @@ fake_kit() {
 
 digest() { PFSLAB_ROOT=$K "$KIT/scripts/image-digest" "$@"; }
 
-@test "image-digest: covers scripts, labs, reframe, spack, requirements.txt and nothing else" {
+@test "image-digest: covers scripts, families, labs, reframe, spack, requirements.txt and nothing else; a family's role is also where nodes run it" {
   fake_kit
   run digest --files
   assert_success
-  assert_output "labs/local.yaml
+  assert_output "families/cephfs/family.json
+families/cephfs/role
+labs/local.yaml
 reframe/ior.py
 requirements.txt
-scripts/roles/ceph
 spack/spack.yaml"
   run digest --manifest
-  assert_line --regexp "^[0-9a-f]{64}  755  scripts/roles/ceph$"
+  assert_line --regexp "^[0-9a-f]{64}  755  families/cephfs/role$"
+  # The node path of the family's role script (scripts/roles/<family>), the same bytes.
+  assert_line --regexp "^$(sha256sum <"$K/families/cephfs/role" | cut -d' ' -f1)  755  scripts/roles/ceph$"
   assert_line --regexp "^[0-9a-f]{64}  644  labs/local.yaml$"
   run digest
   assert_output --regexp "^[0-9a-f]{64}$"
@@ -352,9 +356,9 @@ spack/spack.yaml"
   [[ $d != "$d0" ]]
   echo 'name: local' >"$K/labs/local.yaml"
   [[ $(digest) == "$d0" ]]
-  chmod -x "$K/scripts/roles/ceph"
+  chmod -x "$K/families/cephfs/role"
   [[ $(digest) != "$d0" ]]
-  chmod +x "$K/scripts/roles/ceph"
+  chmod +x "$K/families/cephfs/role"
   echo 'new' >"$K/scripts/new"
   [[ $(digest) != "$d0" ]]
   rm "$K/scripts/new"
@@ -388,6 +392,8 @@ spack/spack.yaml"
   assert_success
   run bash -c "tar -tzf '$BATS_TEST_TMPDIR/kit.tar.gz' | grep -v '/$' | sort"
   assert_output ".pfslab-manifest
+families/cephfs/family.json
+families/cephfs/role
 labs/local.yaml
 reframe/ior.py
 requirements.txt
@@ -395,6 +401,8 @@ scripts/roles/ceph
 spack/spack.yaml"
   run bash -c "tar -tvzf '$BATS_TEST_TMPDIR/kit.tar.gz' scripts/roles/ceph"
   assert_output --regexp "^-rwxr-xr-x 0/0 "
+  run bash -c "tar -xOzf '$BATS_TEST_TMPDIR/kit.tar.gz' scripts/roles/ceph"
+  assert_output "echo role"
   run bash -c "tar -xOzf '$BATS_TEST_TMPDIR/kit.tar.gz' .pfslab-manifest | sha256sum | cut -d' ' -f1"
   assert_output "$(digest)"
 }

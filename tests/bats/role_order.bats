@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The local lab starts roles in the phase order of the family files
-# (registry/families/*.json), the same order the lab plan gives cloud nodes: the
+# (families/*/family.json), the same order the lab plan gives cloud nodes: the
 # phases the kit derives once (pfslab/layout.py) and hands to the inventory.
 
 bats_load_library bats-support

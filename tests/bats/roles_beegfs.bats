@@ -245,7 +245,7 @@ key_shims() {
   echo "FPR $BEEGFS_FPR" >"$SHIM_STATE/served-key"
   cfg=$(node_config beegfs.json mds0 mds 0 10.10.0.1 beegfs-meta)
   jq 'del(.filesystem.beegfs.repo)' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
-  release=$(jq -r '.settings.beegfs.properties.repo.properties.version.default' "$KIT/registry/families/beegfs.json")
+  release=$(jq -r '.settings.beegfs.properties.repo.properties.version.default' "$KIT/families/beegfs/family.json")
   [[ $release == 7.* ]]
   role "$cfg" beegfs install meta
   assert_success

@@ -49,7 +49,7 @@ threads=256"
 
 @test "lun_layout concatenated (the registry's default, for a config without it) joins the LUNs linearly; a bad one is refused" {
   cfg=$(node_config nfs.json srv0 srv 0 10.10.0.1 nfs-server)
-  [ "$(jq -r '.settings.nfs.properties.lun_layout.default' "$KIT/registry/families/nfs.json")" = concatenated ]
+  [ "$(jq -r '.settings.nfs.properties.lun_layout.default' "$KIT/families/nfs/family.json")" = concatenated ]
   jq 'del(.filesystem.nfs.lun_layout)' "$cfg" >"$cfg.new" && mv "$cfg.new" "$cfg"
   role "$cfg" nfs configure server
   assert_success

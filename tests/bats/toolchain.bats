@@ -272,7 +272,7 @@ spack_calls() { grep -E "$1" "$FAKE_SPACK_LOG" || true; }
 @test "a BeeGFS node: IOR +beegfs against the installed BeeGFS client headers, or one line naming them" {
   PFSLAB_TOOLCHAIN_FILESYSTEM=beegfs toolchain
   assert_failure 2
-  assert_output --partial "[toolchain] error: toolchain: IOR for a BeeGFS lab needs the BeeGFS client headers (/usr/include/beegfs/beegfs.h), and beegfs-client-dev is not installed; 'scripts/roles/beegfs install client' installs it"
+  assert_output --partial "[toolchain] error: toolchain: the beegfs toolchain profile takes beegfs-client-dev from the system (/usr/include/beegfs/beegfs.h), and beegfs-client-dev (deb) / beegfs-client-devel (rpm) is not installed; 'scripts/roles/beegfs install client' installs it"
   assert_equal "$(spack_calls concretize)" ""
   printf '#!/bin/sh\necho 20:7.4.5-deb12\n' >"$T/bin/dpkg-query"
   chmod +x "$T/bin/dpkg-query"

@@ -12,17 +12,18 @@ setup() {
   KIT=$BATS_TEST_TMPDIR/kit
   HEALTH=$BATS_TEST_TMPDIR/health
   RUN=$BATS_TEST_TMPDIR/run
-  mkdir -p "$KIT/scripts/lib" "$KIT/scripts/local" "$KIT/scripts/roles" "$KIT/build/wd" "$HEALTH" "$RUN/stage"
+  mkdir -p "$KIT/scripts/lib" "$KIT/scripts/local" "$KIT/scripts/roles" "$KIT/families/cephfs" "$KIT/build/wd" "$HEALTH" "$RUN/stage"
   ln -s "$REPO/registry" "$KIT/registry"
   # The watchdog is the kit's command (pfslab/lifecycle/watchdog.py); the script wraps it.
   ln -s "$REPO/.venv" "$KIT/.venv"
   mkdir -p "$KIT/labs" && ln -s "$REPO/labs/schema.json" "$KIT/labs/schema.json"
+  ln -s "$REPO/families/cephfs/family.json" "$KIT/families/cephfs/family.json"
   ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
   ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$KIT/scripts/lib/"
   # Nodes are not namespaces here: a role step runs as it is, with the node's config.
   printf '#!/bin/bash\nPFSLAB_NODE_CONFIG=$2 exec "${@:3}"\n' >"$KIT/scripts/local/node-exec"
   # The role answers from $HEALTH/<component>.<node>: "STATUS MESSAGE" (default: healthy).
-  cat >"$KIT/scripts/roles/ceph" <<'EOF'
+  cat >"$KIT/families/cephfs/role" <<'EOF'
 #!/bin/bash
 [[ $1 == essential ]] && { echo "mon mds osd client"; exit 0; }
 node=$(jq -r .node "$PFSLAB_NODE_CONFIG")
@@ -35,8 +36,8 @@ echo "$message"
 exit "$status"
 EOF
   # The scheduler's role answers the same way (it has no `essential` list).
-  grep -v essential "$KIT/scripts/roles/ceph" >"$KIT/scripts/roles/slurm"
-  chmod +x "$KIT/scripts/local/node-exec" "$KIT/scripts/roles/ceph" "$KIT/scripts/roles/slurm"
+  grep -v essential "$KIT/families/cephfs/role" >"$KIT/scripts/roles/slurm"
+  chmod +x "$KIT/scripts/local/node-exec" "$KIT/families/cephfs/role" "$KIT/scripts/roles/slurm"
   local node
   for node in mon0 osd0 osd1 cli0; do
     mkdir -p "$BATS_TEST_TMPDIR/nodes/$node"

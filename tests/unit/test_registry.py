@@ -1,9 +1,10 @@
-"""The registry (registry/families/*.json, registry/targets/*.json): one place for each
+"""The registry (families/*/family.json, registry/targets/*.json): one place for each
 file-system and target fact.
 
 The committed files are valid and ``labs/schema.json`` is what they make; a bad family
 file is refused in one line; and an example family and an example target added from
-fixtures only (``tests/fixtures/registry/``: a family file, a role stub, a target file,
+fixtures only (``tests/fixtures/registry/``: a family file and a role stub, put in
+``families/lustre/``, a target file,
 an adapter stub and a lab for each) show up in the schema, the lab plan, the dry run
 and ``make help`` of a copy of the kit, with no other file edited.
 """
@@ -93,7 +94,7 @@ def test_data_and_client_roles_come_from_the_family_files() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"filesystem": "other"}, "filesystem 'other' must equal the file name 'lustre'"),
+        ({"filesystem": "other"}, "filesystem 'other' must equal the folder name 'lustre'"),
         ({"roles": [{"name": "lustre-mgs", "component": "mds", "phase": 0, "required": 1, "boot": [], "client": True}]},
          "role 'lustre-mgs' must be named lustre-mds"),
         ({"roles": [{"name": "lustre-mgs", "component": "mgs", "phase": 0, "required": 1, "boot": ["reboot"]}]},
@@ -106,10 +107,25 @@ def test_data_and_client_roles_come_from_the_family_files() -> None:
 def test_a_bad_family_file_is_refused_in_one_line(tmp_path: Path, change: dict[str, object], message: str) -> None:
     doc = json.loads((EXAMPLE / "lustre.json").read_text())
     doc.update(change)
-    (tmp_path / "lustre.json").write_text(json.dumps(doc))
+    (tmp_path / "lustre").mkdir()
+    (tmp_path / "lustre" / "family.json").write_text(json.dumps(doc))
+    shutil.copy2(EXAMPLE / "lustre-role", tmp_path / "lustre" / "role")
     with pytest.raises(registry.RegistryError, match=message) as caught:
         registry.families(tmp_path)
     assert "\n" not in str(caught.value)
+
+
+def test_a_family_folder_without_its_role_script_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "lustre").mkdir()
+    shutil.copy2(EXAMPLE / "lustre.json", tmp_path / "lustre" / "family.json")
+    with pytest.raises(registry.RegistryError, match=r"lustre/family.json: no executable role script beside it") as caught:
+        registry.families(tmp_path)
+    assert "\n" not in str(caught.value)
+    shutil.copy2(EXAMPLE / "lustre-role", tmp_path / "lustre" / "role")
+    (tmp_path / "lustre" / "role").chmod(0o644)
+    registry.families.cache_clear()
+    with pytest.raises(registry.RegistryError, match="no executable role script"):
+        registry.families(tmp_path)
 
 
 def test_the_local_lab_has_a_module_for_every_phase_a_family_may_use() -> None:
@@ -124,10 +140,10 @@ def test_the_local_lab_has_a_module_for_every_phase_a_family_may_use() -> None:
 # ---- an example family from fixtures only ------------------------------------------------
 
 def kit_copy(root: Path) -> Path:
-    """A copy of the kit with its own labs/, registry/, scripts/ and terraform/ (the parts
+    """A copy of the kit with its own families/, labs/, registry/, scripts/ and terraform/ (the parts
     the example adds to or that read the registry relative to themselves)."""
     ignore = shutil.ignore_patterns(".terraform", "*.tfstate*", "__pycache__", ".terraform.lock.hcl")
-    for name in ("labs", "registry", "scripts", "terraform"):
+    for name in ("families", "labs", "registry", "scripts", "terraform"):
         shutil.copytree(KIT / name, root / name, ignore=ignore, symlinks=True)
     shutil.copy2(KIT / "Makefile", root / "Makefile")
     for name in ("pfslab", "pyproject.toml", "reframe", "spack", ".venv", "requirements.txt"):
@@ -149,8 +165,9 @@ def example_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = kit_copy(tmp_path_factory.mktemp("kit"))
     # The whole extension: a family file, a role script and a lab that uses them; a
     # target file, its adapter and a lab on it.
-    shutil.copy2(EXAMPLE / "lustre.json", root / "registry" / "families" / "lustre.json")
-    shutil.copy2(EXAMPLE / "lustre-role", root / "scripts" / "roles" / "lustre")
+    (root / "families" / "lustre").mkdir()
+    shutil.copy2(EXAMPLE / "lustre.json", root / "families" / "lustre" / "family.json")
+    shutil.copy2(EXAMPLE / "lustre-role", root / "families" / "lustre" / "role")
     shutil.copy2(EXAMPLE / "lustre-example.yaml", root / "labs" / "lustre-example.yaml")
     shutil.copy2(EXAMPLE / "gcp.json", root / "registry" / "targets" / "gcp.json")
     shutil.copy2(EXAMPLE / "gcp-adapter.sh", root / "scripts" / "targets" / "gcp.sh")

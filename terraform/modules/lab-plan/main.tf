@@ -10,11 +10,11 @@ locals {
   target = local.layout.target
   fs     = local.lab.filesystem
 
-  # File-system families (registry/families/<fs>.json, one per file system): their
+  # File-system families (families/<fs>/family.json, one folder per file system): their
   # roles, the phases those start in, and what a cloud node runs for them at boot.
-  registry_dir = "${path.module}/../../../registry/families"
+  families_dir = "${path.module}/../../../families"
   families = {
-    for f in fileset(local.registry_dir, "*.json") : trimsuffix(f, ".json") => jsondecode(file("${local.registry_dir}/${f}"))
+    for f in fileset(local.families_dir, "*/family.json") : dirname(f) => jsondecode(file("${local.families_dir}/${f}"))
   }
   # Schedulers (registry/schedulers/<type>.json): their roles, which pfslab/layout.py
   # attaches to the login node and the clients (scripts/roles/<type>), and what a cloud

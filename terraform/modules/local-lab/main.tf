@@ -11,13 +11,20 @@ locals {
     for name, n in var.nodes : name => "${var.state_root}/nodes/${name}/node.json"
   }
 
+  # A role's script in the kit: its family's folder (families/<fs>/role, the family
+  # named by the role's prefix), else the kit's own scripts/roles/<name> (common, slurm).
+  family_scripts = {
+    for f in fileset("${var.kit_root}/families", "*/family.json") :
+    jsondecode(file("${var.kit_root}/families/${f}")).family => "families/${dirname(f)}/role"
+  }
+
   # What a phase's provisioners need, resolved per "node/role" key.
   role_calls = {
     for key, pair in merge(var.phases...) : key => {
       kit       = var.kit_root
       netns     = local.netns[pair.node]
       config    = local.config_path[pair.node]
-      family    = split("-", pair.role)[0]
+      script    = lookup(local.family_scripts, split("-", pair.role)[0], "scripts/roles/${split("-", pair.role)[0]}")
       component = join("-", slice(split("-", pair.role), 1, length(split("-", pair.role))))
       digest    = sha1(var.node_configs[pair.node])
       # The bootstrap node's cluster files, which every other node takes its share of.

@@ -4,12 +4,12 @@
 # depends_on, so destroy stops them in reverse (clients first, monitors last).
 
 variable "calls" {
-  description = "\"node/role\" => what the provisioners need: kit, netns, config, family, component, digest, cluster_source (the bootstrap node's paths.cluster)."
+  description = "\"node/role\" => what the provisioners need: kit, netns, config, script (kit-relative), component, digest, cluster_source (the bootstrap node's paths.cluster)."
   type = map(object({
     kit            = string
     netns          = string
     config         = string
-    family         = string
+    script         = string
     component      = string
     digest         = string
     cluster_source = string
@@ -22,12 +22,12 @@ resource "terraform_data" "role" {
   triggers_replace = [each.value.digest]
 
   provisioner "local-exec" {
-    command = "'${self.input.kit}/scripts/local/cluster-files' '${self.input.cluster_source}' '${self.input.config}' && '${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/scripts/roles/${self.input.family}' up '${self.input.component}'"
+    command = "'${self.input.kit}/scripts/local/cluster-files' '${self.input.cluster_source}' '${self.input.config}' && '${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/${self.input.script}' up '${self.input.component}'"
   }
 
   provisioner "local-exec" {
     when    = destroy
-    command = "'${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/scripts/roles/${self.input.family}' stop '${self.input.component}' || true"
+    command = "'${self.input.kit}/scripts/local/node-exec' '${self.input.netns}' '${self.input.config}' '${self.input.kit}/${self.input.script}' stop '${self.input.component}' || true"
   }
 }
 
