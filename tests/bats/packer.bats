@@ -301,8 +301,9 @@ variables.pkr.hcl"
 # A small kit: what an image carries, and what it must not.
 fake_kit() {
   K=$BATS_TEST_TMPDIR/kit
-  mkdir -p "$K/scripts/roles" "$K/labs" "$K/reframe/__pycache__" "$K/spack" "$K/build/images" "$K/.venv" "$K/packer"
+  mkdir -p "$K/scripts/roles" "$K/labs" "$K/reframe/__pycache__" "$K/spack" "$K/build/images" "$K/.venv" "$K/packer" "$K/targets/aws"
   echo 'echo role' >"$K/scripts/roles/ceph"
+  echo '{"target": "aws"}' >"$K/targets/aws/target.json"
   chmod +x "$K/scripts/roles/ceph"
   echo 'name: local' >"$K/labs/local.yaml"
   echo 'x = 1' >"$K/reframe/ior.py"
@@ -316,7 +317,7 @@ fake_kit() {
 
 digest() { PFSLAB_ROOT=$K "$KIT/scripts/image-digest" "$@"; }
 
-@test "image-digest: covers scripts, labs, reframe, spack, requirements.txt and nothing else" {
+@test "image-digest: covers scripts, labs, targets, reframe, spack, requirements.txt and nothing else" {
   fake_kit
   run digest --files
   assert_success
@@ -324,7 +325,8 @@ digest() { PFSLAB_ROOT=$K "$KIT/scripts/image-digest" "$@"; }
 reframe/ior.py
 requirements.txt
 scripts/roles/ceph
-spack/spack.yaml"
+spack/spack.yaml
+targets/aws/target.json"
   run digest --manifest
   assert_line --regexp "^[0-9a-f]{64}  755  scripts/roles/ceph$"
   assert_line --regexp "^[0-9a-f]{64}  644  labs/local.yaml$"

@@ -14,6 +14,7 @@ setup() {
   RUN=$BATS_TEST_TMPDIR/run
   mkdir -p "$KIT/scripts/lib" "$KIT/scripts/local" "$KIT/scripts/roles" "$KIT/build/wd" "$HEALTH" "$RUN/stage"
   ln -s "$REPO/registry" "$KIT/registry"
+  ln -s "$REPO/targets" "$KIT/targets"
   ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
   ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$REPO/scripts/lib/local.sh" "$REPO/scripts/lib/remote.sh" "$REPO/scripts/lib/login.sh" "$REPO/scripts/lib/cluster-files.sh" "$KIT/scripts/lib/"
   # Nodes are not namespaces here: a role step runs as it is, with the node's config.
