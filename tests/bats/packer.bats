@@ -394,7 +394,8 @@ labs/local.yaml
 reframe/ior.py
 requirements.txt
 scripts/roles/ceph
-spack/spack.yaml"
+spack/spack.yaml
+targets/aws/target.json"
   run bash -c "tar -tvzf '$BATS_TEST_TMPDIR/kit.tar.gz' scripts/roles/ceph"
   assert_output --regexp "^-rwxr-xr-x 0/0 "
   run bash -c "tar -xOzf '$BATS_TEST_TMPDIR/kit.tar.gz' .pfslab-manifest | sha256sum | cut -d' ' -f1"
