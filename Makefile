@@ -70,8 +70,8 @@ help: ## Show the targets and the variables they take
 	@echo "           FILESYSTEM=beegfs (make toolchain on a BeeGFS client: IOR with BeeGFS striping, spack/README.md)"
 	@echo "           FAMILY=<family> (make images, default ceph), HOSTS=<lab> (make hosts-up/hosts-down/hosts-status: hosts-cephfs)"
 	@echo
-	@echo "Targets (registry/targets/<target>.json; a lab file's target, TARGET of make user-data):"
-	@python3 -c 'import json, pathlib; [print("  {target:10} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("registry/targets").glob("*.json"))]'
+	@echo "Targets (targets/<target>/, one folder each; a lab file's target, TARGET of make user-data):"
+	@python3 -c 'import json, pathlib; [print("  {target:10} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("targets").glob("*/target.json"))]'
 	@echo
 	@echo "File systems (families/<fs>/family.json; FAMILY is the family):"
 	@python3 -c 'import json, pathlib; [print("  {filesystem:8} family {family:7} {title}".format(**json.loads(p.read_text()))) for p in sorted(pathlib.Path("families").glob("*/family.json"))]'
@@ -171,7 +171,7 @@ lint: ## shellcheck every shell script; mypy the Python package
 test-spack: ## Concretize the toolchain offline with a real Spack (SPACK_ROOT, SPACK_PYTHON with clingo, PFSLAB_SPACK_PACKAGES)
 	$(PYTHON) -m pytest -q -s -rs tests/unit/test_spack_env.py
 
-checkov: ## Static security checks of terraform/ with checkov (own venv in build/checkov-venv); fails on any failed check
+checkov: ## Static security checks of terraform/ and targets/ with checkov (own venv in build/checkov-venv); fails on any failed check
 	scripts/checkov
 
 lock: ## On a host that reaches PyPI: regenerate the hash-locked requirements*.lock from the pinned requirements*.txt

@@ -1,6 +1,6 @@
 """The kit's registry: file-system families (``families/<filesystem>/family.json``, beside
 the family's role script ``families/<filesystem>/role``),
-targets (``registry/targets/<target>.json``) and schedulers
+targets (``targets/<target>/target.json``, a folder per target) and schedulers
 (``registry/schedulers/<scheduler>.json``).
 
 A family file is the one place that says which roles a file system has, the order
@@ -27,8 +27,12 @@ REGISTRY_DIR: Path = KIT_ROOT / "registry"
 #: One folder per file-system family: a new family is a new folder, found by its family.json.
 FAMILIES_DIR: Path = KIT_ROOT / "families"
 FAMILY_SCHEMA: Path = REGISTRY_DIR / "family.schema.json"
-TARGETS_DIR: Path = REGISTRY_DIR / "targets"
-TARGET_SCHEMA: Path = REGISTRY_DIR / "target.schema.json"
+#: A target is a folder: target.json, its adapter (adapter.sh) and, when it provisions,
+#: its Terraform root and module. Listing the folders is how every reader finds them.
+TARGETS_DIR: Path = KIT_ROOT / "targets"
+TARGET_SCHEMA: Path = TARGETS_DIR / "target.schema.json"
+TARGET_FILE = "target.json"
+TARGET_ADAPTER = "adapter.sh"
 SCHEDULERS_DIR: Path = REGISTRY_DIR / "schedulers"
 SCHEDULER_SCHEMA: Path = REGISTRY_DIR / "scheduler.schema.json"
 LAB_SCHEMA: Path = KIT_ROOT / "labs" / "schema.json"
@@ -137,9 +141,11 @@ def _read(path: Path, schema: Path) -> dict[str, Any]:
 
 def _load_target(path: Path) -> Target:
     doc = _read(path, TARGET_SCHEMA)
-    where, name = _where(path), doc["target"]
-    if path.stem != name:
-        raise RegistryError(f"{where}: target {name!r} must equal the file name {path.stem!r}")
+    where, name, folder = _where(path), doc["target"], path.parent
+    if folder.name != name:
+        raise RegistryError(f"{where}: target {name!r} must equal its folder's name {folder.name!r}")
+    if not (folder / TARGET_ADAPTER).is_file():
+        raise RegistryError(f"{where}: target {name!r} has no adapter {_where(folder / TARGET_ADAPTER)}")
     if f"{name}_target" not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
     return Target(name, doc["title"], doc["remote"], doc.get("terraform_root", ""), doc["settings"],
@@ -148,10 +154,10 @@ def _load_target(path: Path) -> Target:
 
 @lru_cache(maxsize=4)
 def targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:
-    """Every target, keyed by name, in file-name order."""
-    found = {p.stem: _load_target(p) for p in sorted(directory.glob("*.json"))}
+    """Every target, keyed by name, in folder-name order."""
+    found = {p.parent.name: _load_target(p) for p in sorted(directory.glob(f"*/{TARGET_FILE}"))}
     if not found:
-        raise RegistryError(f"{directory}: no target file (registry/targets/<target>.json)")
+        raise RegistryError(f"{directory}: no target folder (targets/<target>/{TARGET_FILE})")
     return found
 
 

@@ -243,31 +243,44 @@ lab_field() {
   fi
 }
 
-# Whether the target's nodes are machines reached over SSH (registry/targets/<target>.json).
-target_remote() { [[ $(jq -r .remote "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+# A target is a folder, targets/<target>/: target.json, its adapter (adapter.sh), its
+# Terraform root and module. The kit lists the folders; nothing else names targets.
+target_dir() { echo "$PFSLAB_ROOT/targets/$1"; }
+target_json() { echo "$PFSLAB_ROOT/targets/$1/target.json"; }
+# Every target's name, one a line, in folder order.
+target_names() {
+  local file
+  for file in "$PFSLAB_ROOT"/targets/*/target.json; do
+    [[ -e $file ]] && basename "$(dirname "$file")"
+  done
+  return 0
+}
+
+# Whether the target's nodes are machines reached over SSH (targets/<target>/target.json).
+target_remote() { [[ $(jq -r .remote "$(target_json "$1")") == true ]]; }
 
 # Whether the target's nodes are network namespaces of this host (target local): what
 # the kit does differently for them asks this, never the target's name.
-target_namespaces() { [[ $(jq -r .namespaces "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+target_namespaces() { [[ $(jq -r .namespaces "$(target_json "$1")") == true ]]; }
 
 # Whether the kit provisions and installs the target's labs; false: they are already
 # there (target site) and lab-up only checks them, as the invoking user.
 # (jq's // would turn a false into the default: only a missing field means true.)
-target_provisions() { [[ $(jq -r 'if has("provisions") then .provisions else true end' "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+target_provisions() { [[ $(jq -r 'if has("provisions") then .provisions else true end' "$(target_json "$1")") == true ]]; }
 
 # Whether scripts/bench runs the target's labs detached from the terminal and follows
 # them (scripts/lib/detached.sh): their runs start where the user works over their own
 # SSH (a site's submit node), which may drop mid-run.
-target_detached_runs() { [[ $(jq -r '.detached_runs // false' "$PFSLAB_ROOT/registry/targets/$1.json") == true ]]; }
+target_detached_runs() { [[ $(jq -r '.detached_runs // false' "$(target_json "$1")") == true ]]; }
 
-# Source the target's adapter (scripts/targets/<target>.sh): the target_* functions
+# Source the target's adapter (targets/<target>/adapter.sh): the target_* functions
 # scripts/lab and scripts/lib/remote.sh call for what differs between targets.
 use_target() {
   local target=$1
-  [[ -s $PFSLAB_ROOT/registry/targets/$target.json && -s $PFSLAB_ROOT/scripts/targets/$target.sh ]] ||
-    die "target '$target' has no registry/targets/$target.json or scripts/targets/$target.sh"
+  [[ -s $(target_json "$target") && -s $(target_dir "$target")/adapter.sh ]] ||
+    die "target '$target' has no targets/$target/target.json or targets/$target/adapter.sh"
   # shellcheck source=/dev/null
-  source "$PFSLAB_ROOT/scripts/targets/$target.sh"
+  source "$(target_dir "$target")/adapter.sh"
 }
 
 # Read a field of the node's config (JSON written by the lab plan): cfg '.node.name'

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # A run on this machine detached from the terminal, for a lab whose target says
-# detached_runs (registry/targets/<target>.json): a site lab, whose user reaches the
+# detached_runs (targets/<target>/target.json): a site lab, whose user reaches the
 # site's submit node with their own SSH and runs the kit there. What a remote lab's
 # login node does for its runs (scripts/lib/login.sh: login_launch, login_detached,
 # login_follow), done here without SSH: the run is scripts/bench itself in a session

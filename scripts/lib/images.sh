@@ -7,7 +7,7 @@
 IMAGES_DIR=${PFSLAB_IMAGES_DIR:-$PFSLAB_ROOT/build/images}
 
 # What an image carries of the kit (under /opt/pfslab): nothing from build/ or .venv.
-KIT_PATHS=(scripts families labs registry pfslab reframe spack pyproject.toml requirements.txt requirements.lock requirements-build.txt)
+KIT_PATHS=(scripts families labs registry targets pfslab reframe spack pyproject.toml requirements.txt requirements.lock requirements-build.txt)
 
 # ---- the kit's files and their digest ------------------------------------------------
 

@@ -307,7 +307,7 @@ remote_role() {
 
 remote_nodes() { jq -r '.nodes[].name' "$(remote_inv "$1")"; }
 
-# The target's adapter (scripts/targets/<target>.sh) for its target_console, when
+# The target's adapter (targets/<target>/adapter.sh) for its target_console, when
 # scripts/lab has not sourced it already.
 remote_use_target() {
   declare -F target_leftovers >/dev/null && return 0

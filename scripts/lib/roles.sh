@@ -26,7 +26,7 @@ family_default() {
 }
 
 # Whether this node is a network namespace of the kit's own host (machine_kind netns,
-# the local target's, registry/targets/local.json): it shares the host's kernel, name
+# the local target's, targets/local/target.json): it shares the host's kernel, name
 # and /etc/hosts. Roles ask the node's kind, never its target's name: which targets
 # make which machines is the registry's and the adapters' to say.
 node_is_netns() {

@@ -15,7 +15,7 @@ setup() {
   [[ -x $KIT/.venv/bin/python ]] || skip "the kit's Python environment is missing: run 'make deps'"
   COPY=$BATS_TEST_TMPDIR/kit
   mkdir -p "$COPY/labs"
-  for entry in scripts families registry pfslab reframe spack terraform .venv; do ln -s "$KIT/$entry" "$COPY/$entry"; done
+  for entry in scripts families registry pfslab reframe spack targets terraform .venv; do ln -s "$KIT/$entry" "$COPY/$entry"; done
   cp "$KIT"/labs/*.yaml "$KIT/labs/schema.json" "$COPY/labs/"
   for t in rmdir ssh-keygen env sha1sum python3 od; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
   shim ssh
@@ -235,7 +235,7 @@ echo first boot"
   [ -s "$COPY/build/baremetal-cephfs-hosts/ssh/id_ed25519" ]
   [ -s "$COPY/build/baremetal-cephfs-hosts/ssh/id_ed25519.pub" ]
   assert_equal "$(stat -c %a "$COPY/build/baremetal-cephfs-hosts/ssh")" 700
-  assert_equal "$(calls terraform | head -n 1)" "terraform -chdir=$COPY/terraform/envs/baremetal init -input=false -no-color -backend-config=path=$COPY/build/baremetal-cephfs-hosts/terraform.tfstate"
+  assert_equal "$(calls terraform | head -n 1)" "terraform -chdir=$COPY/targets/baremetal/root init -input=false -no-color -backend-config=path=$COPY/build/baremetal-cephfs-hosts/terraform.tfstate"
   # The private key never reaches Terraform: only the .pub path is passed.
   refute [ -n "$(calls terraform | grep -E 'id_ed25519( |$)')" ]
   assert_equal "$(calls ssh | grep -c 'sh -s$')" 1

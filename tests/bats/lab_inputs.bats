@@ -11,7 +11,7 @@ REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 setup() {
   KIT=$BATS_TEST_TMPDIR/kit
   mkdir -p "$KIT/labs"
-  for entry in scripts families registry pfslab pyproject.toml reframe spack terraform .venv requirements.txt; do
+  for entry in scripts families registry pfslab pyproject.toml reframe spack targets terraform .venv requirements.txt; do
     ln -s "$REPO/$entry" "$KIT/$entry"
   done
   cp "$REPO"/labs/*.yaml "$REPO/labs/schema.json" "$KIT/labs/"

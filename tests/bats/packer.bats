@@ -301,10 +301,11 @@ variables.pkr.hcl"
 # A small kit: what an image carries, and what it must not.
 fake_kit() {
   K=$BATS_TEST_TMPDIR/kit
-  mkdir -p "$K/scripts" "$K/families/cephfs" "$K/labs" "$K/reframe/__pycache__" "$K/spack" "$K/build/images" "$K/.venv" "$K/packer"
+  mkdir -p "$K/scripts" "$K/families/cephfs" "$K/labs" "$K/reframe/__pycache__" "$K/spack" "$K/build/images" "$K/.venv" "$K/packer" "$K/targets/aws"
   echo 'echo role' >"$K/families/cephfs/role"
   chmod +x "$K/families/cephfs/role"
   echo '{"filesystem": "cephfs", "family": "ceph"}' >"$K/families/cephfs/family.json"
+  echo '{"target": "aws"}' >"$K/targets/aws/target.json"
   echo 'name: local' >"$K/labs/local.yaml"
   echo 'x = 1' >"$K/reframe/ior.py"
   echo 'bytecode' >"$K/reframe/__pycache__/ior.cpython-311.pyc"
@@ -317,7 +318,7 @@ fake_kit() {
 
 digest() { PFSLAB_ROOT=$K "$KIT/scripts/image-digest" "$@"; }
 
-@test "image-digest: covers scripts, families, labs, reframe, spack, requirements.txt and nothing else; a family's role is also where nodes run it" {
+@test "image-digest: covers scripts, families, labs, targets, reframe, spack, requirements.txt and nothing else; a family's role is also where nodes run it" {
   fake_kit
   run digest --files
   assert_success
@@ -326,7 +327,8 @@ families/cephfs/role
 labs/local.yaml
 reframe/ior.py
 requirements.txt
-spack/spack.yaml"
+spack/spack.yaml
+targets/aws/target.json"
   run digest --manifest
   assert_line --regexp "^[0-9a-f]{64}  755  families/cephfs/role$"
   # The node path of the family's role script (scripts/roles/<family>), the same bytes.
@@ -398,7 +400,8 @@ labs/local.yaml
 reframe/ior.py
 requirements.txt
 scripts/roles/ceph
-spack/spack.yaml"
+spack/spack.yaml
+targets/aws/target.json"
   run bash -c "tar -tvzf '$BATS_TEST_TMPDIR/kit.tar.gz' scripts/roles/ceph"
   assert_output --regexp "^-rwxr-xr-x 0/0 "
   run bash -c "tar -xOzf '$BATS_TEST_TMPDIR/kit.tar.gz' scripts/roles/ceph"

@@ -150,7 +150,7 @@ launch_and_follow() {
 kit_copy() {
   COPY=$BATS_TEST_TMPDIR/kit
   mkdir -p "$COPY/build"
-  cp -r "$KIT/scripts" "$KIT/families" "$KIT/pfslab" "$KIT/labs" "$KIT/registry" "$COPY/"
+  cp -r "$KIT/scripts" "$KIT/families" "$KIT/pfslab" "$KIT/labs" "$KIT/registry" "$KIT/targets" "$COPY/"
   ln -s "$KIT/.venv" "$COPY/.venv"
   cp -r "$LAB" "$COPY/build/"
   echo "Host *" >"$COPY/build/hosts-lab/ssh/config"

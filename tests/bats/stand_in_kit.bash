@@ -9,7 +9,7 @@ stand_in_kit() {
   local watch_condition=$1 entry
   KIT=$BATS_TEST_TMPDIR/kit
   mkdir -p "$KIT/scripts" "$KIT/.venv/bin" "$KIT/build/local"
-  for entry in labs families pfslab registry reframe spack terraform; do ln -s "$REPO/$entry" "$KIT/$entry"; done
+  for entry in labs families pfslab registry reframe spack targets terraform; do ln -s "$REPO/$entry" "$KIT/$entry"; done
   for entry in "$REPO"/scripts/*; do ln -s "$entry" "$KIT/scripts/"; done
   rm "$KIT/scripts/lab" "$KIT/scripts/watchdog"
   printf '#!/bin/bash\ncase $1 in active) echo local ;; status) exit 0 ;; *) exit 2 ;; esac\n' >"$KIT/scripts/lab"

@@ -18,6 +18,7 @@ setup() {
   ln -s "$REPO/.venv" "$KIT/.venv"
   mkdir -p "$KIT/labs" && ln -s "$REPO/labs/schema.json" "$KIT/labs/schema.json"
   ln -s "$REPO/families/cephfs/family.json" "$KIT/families/cephfs/family.json"
+  ln -s "$REPO/targets" "$KIT/targets"
   ln -s "$REPO/scripts/watchdog" "$KIT/scripts/watchdog"
   ln -s "$REPO/scripts/lib/common.sh" "$REPO/scripts/lib/ere.sh" "$KIT/scripts/lib/"
   # Nodes are not namespaces here: a role step runs as it is, with the node's config.

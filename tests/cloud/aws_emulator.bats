@@ -133,7 +133,7 @@ killed_apply_then_down() {
   # The apply and the provider it started, by PID: CI runs make test beside this file,
   # whose terraform test runs start providers of their own.
   local apply_pid plugin_pids
-  apply_pid=$(pgrep -f -- "^terraform -chdir=$(ere_quote "$REPO")/terraform/envs/aws apply")
+  apply_pid=$(pgrep -f -- "^terraform -chdir=$(ere_quote "$REPO")/targets/aws/root apply")
   plugin_pids=$(pgrep -P "$apply_pid" || true)
   [ -n "$plugin_pids" ]
   kill -KILL "$apply_pid"
@@ -151,7 +151,7 @@ killed_apply_then_down() {
     run still_running "$left"
     assert_failure
   done
-  run pgrep -f -- "^terraform -chdir=$(ere_quote "$REPO")/terraform/envs/aws (apply|destroy)|$(ere_quote "$REPO/build/$lab/.terraform/providers/")"
+  run pgrep -f -- "^terraform -chdir=$(ere_quote "$REPO")/targets/aws/root (apply|destroy)|$(ere_quote "$REPO/build/$lab/.terraform/providers/")"
   assert_failure
 }
 
@@ -159,7 +159,7 @@ killed_apply_then_down() {
 other_checkout() {
   local copy=$BATS_FILE_TMPDIR/other-owner entry
   mkdir -p "$copy/labs"
-  for entry in scripts registry pfslab reframe terraform .venv; do ln -sfn "$REPO/$entry" "$copy/$entry"; done
+  for entry in scripts registry pfslab reframe targets terraform .venv; do ln -sfn "$REPO/$entry" "$copy/$entry"; done
   cp "$REPO"/labs/*.yaml "$REPO/labs/schema.json" "$copy/labs/"
   echo "$copy"
 }
@@ -265,7 +265,7 @@ print(vol('old-lab', '$me', '2020-01-01T00:00:00Z'), vol('old-lab', '$me', '2020
   mkdir -p "$empty"
   PFSLAB_TF_PROVIDERS=$empty run make -C "$REPO" --no-print-directory lab-up LAB=aws-cephfs
   assert_failure 2
-  assert_line "[lab] error: lab aws-cephfs: terraform init failed in terraform/envs/aws: its providers (hashicorp/aws) are not in PFSLAB_TF_PROVIDERS=$empty; nothing was created (only $REPO/build/aws-cephfs/terraform-init.log was written)"
+  assert_line "[lab] error: lab aws-cephfs: terraform init failed in targets/aws/root: its providers (hashicorp/aws) are not in PFSLAB_TF_PROVIDERS=$empty; nothing was created (only $REPO/build/aws-cephfs/terraform-init.log was written)"
   run tagged_with_lab aws-cephfs
   assert_output ""
   rm -rf "$REPO/build/aws-cephfs"

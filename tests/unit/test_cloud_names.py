@@ -71,8 +71,8 @@ def test_the_random_inputs_are_what_the_kit_accepts() -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_every_name_is_valid_for_every_cloud_and_the_kits_own_checks(seed: int) -> None:
     rng = random.Random(seed)
-    aws_check = tf_validation("terraform/modules/aws/variables.tf", "resource_name")
-    azure_check = tf_validation("terraform/modules/azure/variables.tf", "resource_group")
+    aws_check = tf_validation("targets/aws/module/variables.tf", "resource_name")
+    azure_check = tf_validation("targets/azure/module/variables.tf", "resource_group")
     for _ in range(2000):
         lab, owner = random_lab(rng), random_owner(rng)
         name = names.cloud_name(lab, owner)

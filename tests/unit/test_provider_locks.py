@@ -1,6 +1,6 @@
 """Terraform providers are pinned and checked: committed lock files, init held to them.
 
-``terraform/envs/aws/.terraform.lock.hcl`` pins hashicorp/aws (version and checksums);
+``targets/aws/root/.terraform.lock.hcl`` pins hashicorp/aws (version and checksums);
 ``scripts/check-terraform`` runs ``terraform init -lockfile=readonly``, so a provider that
 does not match the lock is an error, and the lock file is never ignored by git.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 KIT = Path(__file__).resolve().parents[2]
 
-AWS_ROOT = KIT / "terraform" / "envs" / "aws"
+AWS_ROOT = KIT / "targets" / "aws" / "root"
 
 
 def provider_block(lock: Path, address: str) -> str:
@@ -23,7 +23,7 @@ def provider_block(lock: Path, address: str) -> str:
 
 def test_aws_root_lock_pins_the_provider_with_checksums() -> None:
     lock = AWS_ROOT / ".terraform.lock.hcl"
-    assert lock.is_file(), "terraform/envs/aws/.terraform.lock.hcl is not there (it is committed)"
+    assert lock.is_file(), "targets/aws/root/.terraform.lock.hcl is not there (it is committed)"
     block = provider_block(lock, "registry.terraform.io/hashicorp/aws")
     assert re.search(r'^\s*version\s*=\s*"5\.100\.0"$', block, re.M)
     h1 = re.findall(r'"h1:[A-Za-z0-9+/]{43}="', block)

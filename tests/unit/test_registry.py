@@ -1,4 +1,4 @@
-"""The registry (families/*/family.json, registry/targets/*.json): one place for each
+"""The registry (families/*/family.json, targets/<target>/target.json): one place for each
 file-system and target fact.
 
 The committed files are valid and ``labs/schema.json`` is what they make; a bad family
@@ -55,7 +55,7 @@ def test_the_targets_and_their_settings_come_from_the_target_files() -> None:
     # when that session drops (scripts/bench, scripts/lib/detached.sh).
     assert [t for t, info in targets.items() if info.detached_runs] == ["site"]
     for name in targets:
-        assert (KIT / "scripts" / "targets" / f"{name}.sh").is_file(), f"target {name} has no adapter"
+        assert (KIT / "targets" / name / "adapter.sh").is_file(), f"target {name} has no adapter"
 
 
 def test_the_schedulers_come_from_their_files() -> None:
@@ -143,7 +143,7 @@ def kit_copy(root: Path) -> Path:
     """A copy of the kit with its own families/, labs/, registry/, scripts/ and terraform/ (the parts
     the example adds to or that read the registry relative to themselves)."""
     ignore = shutil.ignore_patterns(".terraform", "*.tfstate*", "__pycache__", ".terraform.lock.hcl")
-    for name in ("families", "labs", "registry", "scripts", "terraform"):
+    for name in ("families", "labs", "registry", "scripts", "targets", "terraform"):
         shutil.copytree(KIT / name, root / name, ignore=ignore, symlinks=True)
     shutil.copy2(KIT / "Makefile", root / "Makefile")
     for name in ("pfslab", "pyproject.toml", "reframe", "spack", ".venv", "requirements.txt"):
@@ -169,8 +169,9 @@ def example_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy2(EXAMPLE / "lustre.json", root / "families" / "lustre" / "family.json")
     shutil.copy2(EXAMPLE / "lustre-role", root / "families" / "lustre" / "role")
     shutil.copy2(EXAMPLE / "lustre-example.yaml", root / "labs" / "lustre-example.yaml")
-    shutil.copy2(EXAMPLE / "gcp.json", root / "registry" / "targets" / "gcp.json")
-    shutil.copy2(EXAMPLE / "gcp-adapter.sh", root / "scripts" / "targets" / "gcp.sh")
+    (root / "targets" / "gcp").mkdir()
+    shutil.copy2(EXAMPLE / "gcp.json", root / "targets" / "gcp" / "target.json")
+    shutil.copy2(EXAMPLE / "gcp-adapter.sh", root / "targets" / "gcp" / "adapter.sh")
     shutil.copy2(EXAMPLE / "gcp-example.yaml", root / "labs" / "gcp-example.yaml")
     written = run(root, str(PFSLAB), "registry", "schema", "--write")
     assert written.returncode == 0, written.stderr
@@ -250,6 +251,8 @@ def test_an_example_target_appears_in_the_lab_plan(example_kit: Path, tmp_path: 
     assert {m["kind"] for m in plan["machines"].values()} == {"gcp_instance"}
     assert plan["machines"]["osd0"]["nvme_model"] == "nvme_card"
     assert plan["machines"]["cli1"]["image"] == "client"
+    # The machine type is read from the setting the target file names (group_fields).
+    assert plan["machines"]["cli1"]["type"] == "c2-standard-8"
     assert plan["tags"]["expiry"].endswith("Z")
     # network.first_address of the lab file places the nodes (mon0 is the first).
     assert plan["machines"]["mon0"]["ethernet_address"] == "10.20.0.20"
@@ -269,12 +272,12 @@ def test_an_example_target_appears_in_the_dry_run_and_lab_up(example_kit: Path) 
     assert dry.returncode == 0, dry.stderr + dry.stdout
     jobs = sorted((example_kit / "build" / "runs" / "gcp-example").glob("*-dry/stage/**/rfm_job.sh"))
     assert jobs and "/mnt/cephfs/pfslab-bench" in jobs[0].read_text()
-    # lab-up needs the target's Terraform root (a real target brings terraform/envs/<t>
+    # lab-up needs the target's Terraform root (a real target brings targets/<t>/root
     # and its module), then goes through the adapter: its credential check, nothing made.
     no_root = run(example_kit, "scripts/lab", "up", "gcp-example")
     assert no_root.returncode == 2
     assert "target 'gcp' has no Terraform root" in no_root.stderr
-    (example_kit / "terraform" / "envs" / "gcp").mkdir()
+    (example_kit / "targets" / "gcp" / "root").mkdir()
     env_free = run(example_kit, "env", "-u", "GOOGLE_APPLICATION_CREDENTIALS", "scripts/lab", "up", "gcp-example")
     assert env_free.returncode == 2
     assert "lab gcp-example needs Google Cloud credentials (none found: set GOOGLE_APPLICATION_CREDENTIALS)" in env_free.stderr

@@ -1,10 +1,11 @@
 """No code outside the target adapters decides by a target's name (issue 22).
 
-What differs between targets is a property of the target's registry entry
-(registry/targets/<target>.json: remote, provisions, namespaces, ...) or lives in its
-adapter (scripts/targets/<target>.sh, pfslab/<target>.py). This scans the kit's code
-that runs on the kit's machine (pfslab/, scripts/, terraform/ and the Makefile) for a
-comparison with a target's name and names every file and line that has one. Tests
+What differs between targets is a property of the target's file
+(targets/<target>/target.json: remote, provisions, namespaces, ...) or lives in its
+folder (targets/<target>/: adapter, Terraform root and module, not scanned) or in
+pfslab/<target>.py. This scans the kit's code that runs on the kit's machine (pfslab/,
+scripts/, terraform/ and the Makefile) for a comparison with a target's name and names
+every file and line that has one. Tests
 (tests/, terraform/**/tests/) may compare names: they check what a target produces.
 """
 
@@ -18,12 +19,12 @@ KIT = Path(__file__).resolve().parents[2]
 
 
 def target_names() -> list[str]:
-    return sorted(json.loads(p.read_text())["target"] for p in (KIT / "registry" / "targets").glob("*.json"))
+    return sorted(json.loads(p.read_text())["target"] for p in (KIT / "targets").glob("*/target.json"))
 
 
 def _is_adapter(path: Path, names: list[str]) -> bool:
     rel = path.relative_to(KIT)
-    return rel.parts[:2] == ("scripts", "targets") or (rel.parts[0] == "pfslab" and path.stem in names)
+    return rel.parts[0] == "targets" or (rel.parts[0] == "pfslab" and path.stem in names)
 
 
 def scanned_files(names: list[str]) -> list[Path]:
@@ -90,4 +91,4 @@ def test_the_patterns_find_each_kind_of_comparison() -> None:
 
 def test_no_code_outside_the_adapters_compares_a_target_name() -> None:
     found = comparisons()
-    assert found == [], "a target's name is compared (use a flag of registry/targets/<t>.json or the adapter):\n" + "\n".join(found)
+    assert found == [], "a target's name is compared (use a flag of targets/<t>/target.json or its folder):\n" + "\n".join(found)

@@ -9,12 +9,12 @@ variable "lab_file" {
 }
 
 variable "target" {
-  description = "Target to render for: one of registry/targets/<target>.json."
+  description = "Target to render for: one of targets/<target>/target.json."
   type        = string
 
   validation {
-    condition     = fileexists("${path.module}/../../../registry/targets/${var.target}.json")
-    error_message = "The target must be one of registry/targets/*.json (local, aws, azure, baremetal, ...)."
+    condition     = fileexists("${path.module}/../../../targets/${var.target}/target.json")
+    error_message = "The target must be one of targets/*/target.json (local, aws, azure, baremetal, ...)."
   }
 }
 

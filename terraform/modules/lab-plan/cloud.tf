@@ -1,22 +1,34 @@
 # What a cloud or bare-metal target needs beyond the nodes: the machine each node
 # group maps to (targets.<target>.groups of the lab file), the tags every resource
 # carries, and each node's cloud-init user-data. Still provider-free: the adapters
-# (terraform/modules/{aws,azure,baremetal}) only create what is decided here.
+# (targets/<target>/module) only create what is decided here.
 
 locals {
   tmap = try(local.lab.targets[local.target], {})
   gmap = try(local.tmap.groups, {})
 
-  # The target's file (registry/targets/<target>.json): what a node becomes there,
+  # The target's file (targets/<target>/target.json): what a node becomes there,
   # the model of its local NVMe drives (found by model: the names the kernel gives
-  # them change between boots and instance types, the model string does not), and
-  # whether each node group must be mapped to a machine type.
-  target_info = jsondecode(file("${path.module}/../../../registry/targets/${local.target}.json"))
+  # them change between boots and instance types, the model string does not),
+  # whether each node group must be mapped to a machine type, and which of its
+  # settings hold what the plan reads (group_fields, *_setting): a target's own
+  # names live in its file, so a new target needs no edit here.
+  target_info = jsondecode(file("${path.module}/../../../targets/${local.target}/target.json"))
+  fields      = try(local.target_info.group_fields, {})
 
-  # Existing hosts and a MAAS section: settings only bare metal's schema has (no other
-  # target's settings name hosts or maas), read from the lab's own target.
-  maas_section   = try(local.tmap.maas, null) != null
-  existing_hosts = keys(try(local.tmap.hosts, {}))
+  # Existing hosts (hosts_setting) and a section that provisions the others
+  # (unlisted_setting; bare metal: hosts and maas), read from the lab's own target.
+  unlisted_section = try(local.tmap[local.target_info.unlisted_setting], null)
+  existing_hosts   = keys(try(local.tmap[local.target_info.hosts_setting], {}))
+
+  # Per node group, what the plan reads from targets.<target>.groups.<group>: a field
+  # the target does not name (or the group leaves out) takes its default. A group
+  # without distro_series takes the unlisted section's (bare metal: maas.distro_series).
+  group_settings = {
+    for g in local.lab.node_groups : g.name => {
+      for field, setting in local.fields : field => try(local.gmap[g.name][setting], local.unlisted_section[setting], null)
+    }
+  }
 
   # One shape for every target, so the adapters read the same fields.
   machines = {
@@ -26,23 +38,24 @@ locals {
       kind  = contains(local.existing_hosts, n.name) ? local.target_info.machine_kind : try(local.target_info.unlisted_machine_kind, local.target_info.machine_kind)
       group = n.group
       # Instance type (aws), VM size (azure); null on bare metal and local.
-      type  = try(local.gmap[n.group].instance_type, local.gmap[n.group].vm_size, null)
+      type  = try(coalesce(local.group_settings[n.group].type), null)
       image = try(local.gmap[n.group].image, n.image)
       # One EFA interface per network card (aws): 0 means ENA only.
-      efa_interfaces = try(local.gmap[n.group].efa_interfaces, 0)
+      efa_interfaces = try(coalesce(local.group_settings[n.group].efa_interfaces), 0)
       # Local NVMe drives the node's data uses: instance store (aws), local NVMe (azure).
-      local_nvme     = try(local.gmap[n.group].instance_store_drives, local.gmap[n.group].local_nvme_drives, 0)
+      local_nvme     = try(coalesce(local.group_settings[n.group].local_nvme), 0)
       nvme_model     = try(local.gmap[n.group].nvme_model, local.target_info.nvme_model)
-      data_devices   = try(tolist(local.gmap[n.group].data_devices), [])
-      root_volume_gb = try(local.gmap[n.group].root_volume_gb, local.gmap[n.group].os_disk_gb, null)
-      infiniband     = try(local.gmap[n.group].infiniband, false)
-      accelerated    = try(local.gmap[n.group].accelerated_networking, null)
-      maas_tags      = try(tolist(local.gmap[n.group].maas_tags), [])
-      distro_series  = try(local.gmap[n.group].distro_series, try(local.lab.targets.baremetal.maas.distro_series, null))
-      # infiniband and vnet_subnet are settings of Azure's schema only.
-      ipoib_address = try(local.gmap[n.group].infiniband, false) ? local.nodes[n.name].address : null
-      # The lab address on the Ethernet side (Azure: VNet; the lab subnet is IPoIB there).
-      ethernet_address = try(local.tmap.vnet_subnet, null) != null ? cidrhost(local.tmap.vnet_subnet, local.lab.network.first_address + n.position) : local.nodes[n.name].address
+      data_devices   = try(tolist(coalesce(local.group_settings[n.group].data_devices)), [])
+      root_volume_gb = try(coalesce(local.group_settings[n.group].root_volume_gb), null)
+      infiniband     = try(coalesce(local.group_settings[n.group].infiniband), false)
+      accelerated    = try(local.group_settings[n.group].accelerated, null)
+      maas_tags      = try(tolist(coalesce(local.group_settings[n.group].maas_tags)), [])
+      distro_series  = try(local.group_settings[n.group].distro_series, null)
+      # Over InfiniBand (azure) the lab subnet is IPoIB.
+      ipoib_address = try(coalesce(local.group_settings[n.group].infiniband), false) ? local.nodes[n.name].address : null
+      # The lab address on the Ethernet side (ethernet_subnet_setting; Azure: the VNet,
+      # the lab subnet is IPoIB there).
+      ethernet_address = try(local.tmap[local.target_info.ethernet_subnet_setting], null) != null ? cidrhost(local.tmap[local.target_info.ethernet_subnet_setting], local.lab.network.first_address + n.position) : local.nodes[n.name].address
     }
   }
 
@@ -66,9 +79,9 @@ locals {
   problems = concat(
     [for g in local.groups : "targets.${local.target}.groups has no entry for node group ${g}" if local.target_info.maps_groups && !contains(keys(local.gmap), g)],
     [for g in keys(local.gmap) : "targets.${local.target}.groups.${g}: the lab has no node group ${g}" if !contains(local.groups, g)],
-    [for g in local.groups : "targets.${local.target}.groups.${g}.efa_interfaces is ${try(local.gmap[g].efa_interfaces, 0)} but node group ${g} lists ${local.hw_efa[g]} EFA NIC(s)" if try(local.target_info.efa, false) && contains(keys(local.gmap), g) && local.hw_efa[g] > 0 && try(local.gmap[g].efa_interfaces, 0) != local.hw_efa[g]],
-    [for g in local.groups : "targets.${local.target}.groups.${g}: ${local.hw_nvme[g]} local data drive(s) in the lab file but ${try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)} local NVMe drive(s) mapped" if local.target_info.maps_groups && contains(keys(local.gmap), g) && local.hw_nvme[g] != try(local.gmap[g].instance_store_drives, local.gmap[g].local_nvme_drives, 0)],
-    [for unmapped in [sort([for name, m in local.machines : name if m.kind == try(local.target_info.unlisted_machine_kind, null) && !local.maas_section])] : "targets.${local.target} has neither a hosts entry nor a maas section for node(s) ${join(", ", unmapped)}" if length(unmapped) > 0],
+    [for g in local.groups : "targets.${local.target}.groups.${g}.${local.fields.efa_interfaces} is ${try(coalesce(local.group_settings[g].efa_interfaces), 0)} but node group ${g} lists ${local.hw_efa[g]} EFA NIC(s)" if try(local.target_info.efa, false) && contains(keys(local.gmap), g) && local.hw_efa[g] > 0 && try(coalesce(local.group_settings[g].efa_interfaces), 0) != local.hw_efa[g]],
+    [for g in local.groups : "targets.${local.target}.groups.${g}: ${local.hw_nvme[g]} local data drive(s) in the lab file but ${try(coalesce(local.group_settings[g].local_nvme), 0)} local NVMe drive(s) mapped" if local.target_info.maps_groups && contains(keys(local.gmap), g) && local.hw_nvme[g] != try(coalesce(local.group_settings[g].local_nvme), 0)],
+    [for unmapped in [sort([for name, m in local.machines : name if m.kind == try(local.target_info.unlisted_machine_kind, null) && local.unlisted_section == null])] : "targets.${local.target} has neither a ${local.target_info.hosts_setting} entry nor a ${local.target_info.unlisted_setting} section for node(s) ${join(", ", unmapped)}" if length(unmapped) > 0],
     [for name, u in local.user_data : "node ${name}: its user-data is ${floor(length(base64gzip(u)) * 3 / 4)} bytes gzipped, over the ${local.target_info.user_data_max_bytes} bytes target ${local.target} accepts" if try(length(base64gzip(u)) * 3 / 4 > local.target_info.user_data_max_bytes, false)],
   )
 

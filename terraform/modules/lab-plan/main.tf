@@ -114,7 +114,7 @@ locals {
 
   node_configs = {
     for name, n in local.nodes : name => merge({
-      # machine_kind: what the node is (registry/targets/<target>.json, per node as the
+      # machine_kind: what the node is (targets/<target>/target.json, per node as the
       # adapters make it); the roles decide by it, never by the target's name.
       lab          = local.lab.name
       target       = local.target

@@ -14,13 +14,13 @@ variable "lab_file" {
 }
 
 variable "target" {
-  description = "Provisioning target the lab was resolved for: one of registry/targets/<target>.json. Null means the resolved lab's. A root that provisions one target names it, so that a lab resolved for another is refused."
+  description = "Provisioning target the lab was resolved for: one of targets/<target>/target.json. Null means the resolved lab's. A root that provisions one target names it, so that a lab resolved for another is refused."
   type        = string
   default     = null
 
   validation {
-    condition     = var.target == null || fileexists("${path.module}/../../../registry/targets/${coalesce(var.target, "local")}.json")
-    error_message = "The target must be one of registry/targets/*.json (local, aws, azure, baremetal, ...)."
+    condition     = var.target == null || fileexists("${path.module}/../../../targets/${coalesce(var.target, "local")}/target.json")
+    error_message = "The target must be one of targets/*/target.json (local, aws, azure, baremetal, ...)."
   }
 
   validation {

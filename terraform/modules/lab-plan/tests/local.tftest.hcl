@@ -71,7 +71,7 @@ run "node_configs_carry_what_the_roles_read" {
 
   assert {
     condition     = alltrue([for c in values(output.node_configs) : jsondecode(c).machine_kind == "netns"])
-    error_message = "A local node is a network namespace (registry/targets/local.json machine_kind), which the roles read: got ${jsonencode([for c in values(output.node_configs) : try(jsondecode(c).machine_kind, null)])}."
+    error_message = "A local node is a network namespace (targets/local/target.json machine_kind), which the roles read: got ${jsonencode([for c in values(output.node_configs) : try(jsondecode(c).machine_kind, null)])}."
   }
 
   assert {

@@ -1,6 +1,0 @@
-# shellcheck shell=bash
-# Target adapter: the local lab (registry/targets/local.json): network namespaces on
-# this host. Its bring-up, repair and leftover sweep are scripts/lab's own (not
-# remote); no credentials.
-
-target_credentials() { :; }

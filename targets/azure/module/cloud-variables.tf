@@ -1,0 +1,1 @@
+../../../terraform/modules/common/cloud-variables.tf

@@ -1,0 +1,1 @@
+../../../terraform/envs/common/kit-variables.tf

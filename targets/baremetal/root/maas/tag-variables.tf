@@ -1,0 +1,1 @@
+../../../../terraform/envs/common/tag-variables.tf

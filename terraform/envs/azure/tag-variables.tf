@@ -1,1 +1,0 @@
-../common/tag-variables.tf

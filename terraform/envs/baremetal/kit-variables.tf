@@ -1,1 +1,0 @@
-../common/kit-variables.tf

@@ -1,0 +1,136 @@
+"""A new target is one new folder (issue 22).
+
+A copy of the kit's tracked files gets ``targets/toy/`` from ``tests/fixtures/targets/``
+(``target.json``, ``adapter.sh``, ``root/main.tf``, ``module/main.tf``: boxes that are
+``terraform_data``, no provider, offline) and a lab on it; ``labs/schema.json`` is
+regenerated, as for any target. Nothing else is edited: the toy target is then
+planned through its own Terraform root, its user-data rendered, its jobs dry-run and
+it is listed by ``make help``. A reader that still lists targets itself (or names a
+target's settings, as the lab plan's machines once did) fails one of these tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).resolve().parents[2]
+FIXTURES = KIT / "tests" / "fixtures" / "targets"
+PFSLAB = KIT / ".venv" / "bin" / "pfslab"
+#: The issue's bound: a new target is one folder of at most 7 files, its Terraform
+#: root and module included; its tests/ folder, if it has one, is not counted.
+MOST_FILES = 7
+
+
+def folder_files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                  if p.is_file() and "tests" not in p.relative_to(folder).parts)
+
+
+def tracked_copy(root: Path) -> Path:
+    """The kit's tracked files (symlinks kept as links), its .venv linked, an empty build/."""
+    listed = subprocess.run(["git", "-C", str(KIT), "ls-files", "-z"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip(f"{KIT} is not a git checkout: its tracked files cannot be listed")
+    for rel in filter(None, listed.stdout.split("\0")):
+        src, dst = KIT / rel, root / rel
+        if not src.is_symlink() and not src.exists():
+            continue  # deleted in the work tree, not yet staged
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            dst.symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, dst)
+    (root / ".venv").symlink_to(KIT / ".venv")
+    (root / "build").mkdir()
+    return root
+
+
+def run(root: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PFSLAB_ROOT": str(root), "TF_IN_AUTOMATION": "1", **(env or {})}
+    full.pop("PFSLAB_LAB", None)
+    return subprocess.run(argv, cwd=root, env=full, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def toy_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not PFSLAB.exists():
+        pytest.skip(f"{PFSLAB} is missing: run 'make deps'")
+    root = tracked_copy(tmp_path_factory.mktemp("kit"))
+    shutil.copytree(FIXTURES / "toy", root / "targets" / "toy", symlinks=True)
+    shutil.copy2(FIXTURES / "toy-example.yaml", root / "labs" / "toy-example.yaml")
+    written = run(root, str(PFSLAB), "registry", "schema", "--write")
+    assert written.returncode == 0, written.stderr
+    return root
+
+
+def test_the_toy_target_is_one_folder_of_few_files(toy_kit: Path) -> None:
+    files = folder_files(toy_kit / "targets" / "toy")
+    assert files == ["adapter.sh", "module/main.tf", "root/main.tf", "target.json"]
+    assert len(files) <= MOST_FILES
+    # The shipped targets keep to the same folder shape.
+    for target in ("aws", "azure", "baremetal", "local", "site"):
+        assert {"target.json", "adapter.sh"} <= set(folder_files(KIT / "targets" / target)), target
+    checked = run(toy_kit, str(PFSLAB), "lab", "check", "toy-example")
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_the_toy_target_plans_through_its_own_root(toy_kit: Path, tmp_path: Path) -> None:
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not installed (make deps-test installs it)")
+    lab = tmp_path / "toy-example.json"
+    shown = run(toy_kit, str(PFSLAB), "lab", "show", "--target", "toy", "toy-example")
+    assert shown.returncode == 0, shown.stderr
+    lab.write_text(shown.stdout)
+    root = toy_kit / "targets" / "toy" / "root"
+    env = {"TF_DATA_DIR": str(tmp_path / ".terraform")}
+    init = run(toy_kit, "terraform", f"-chdir={root}", "init", "-backend=false", "-input=false", "-no-color", env=env)
+    assert init.returncode == 0, init.stdout + init.stderr
+    plan_file = tmp_path / "plan.bin"
+    plan = run(toy_kit, "terraform", f"-chdir={root}", "plan", "-input=false", "-no-color",
+               f"-var=lab_file={lab}", f"-out={plan_file}", env=env)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    shown_plan = run(toy_kit, "terraform", f"-chdir={root}", "show", "-json", str(plan_file), env=env)
+    assert shown_plan.returncode == 0, shown_plan.stderr
+    boxes = {c["index"]: c["change"]["after"]["input"] for c in json.loads(shown_plan.stdout)["resource_changes"]
+             if c["type"] == "terraform_data"}
+    assert sorted(boxes) == ["cli0", "cli1", "mon0", "osd0", "osd1", "osd2"]
+    # The box's size and disks come from the settings target.json's group_fields names.
+    assert boxes["osd0"]["kind"] == "toy_box"
+    assert (boxes["osd0"]["size"], boxes["osd0"]["disks"]) == ("large", 1)
+    assert (boxes["cli1"]["size"], boxes["cli1"]["disks"]) == ("small", 0)
+
+
+def test_the_toy_target_renders_and_checks_its_plan(toy_kit: Path, tmp_path: Path) -> None:
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not installed (make deps-test installs it)")
+    out = tmp_path / "render"
+    rendered = run(toy_kit, "scripts/render-user-data", "toy-example", "toy", str(out))
+    assert rendered.returncode == 0, rendered.stderr
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["machines"]["osd2"]["nvme_model"] == "Toy NVMe"
+    assert (out / "osd2.yaml").read_text().startswith("#cloud-config")
+    # A group whose disks disagree with the lab file's drives is a problem of the plan,
+    # found through group_fields.local_nvme as on aws and azure.
+    lab = (toy_kit / "labs" / "toy-example.yaml").read_text()
+    (toy_kit / "labs" / "toy-nodisk.yaml").write_text(
+        lab.replace("name: toy-example", "name: toy-nodisk").replace("{box_size: large, disks: 1}", "{box_size: large}"))
+    refused = run(toy_kit, "scripts/render-user-data", "toy-nodisk", "toy", str(tmp_path / "nodisk"))
+    (toy_kit / "labs" / "toy-nodisk.yaml").unlink()
+    assert refused.returncode == 1
+    assert "targets.toy.groups.osd: 1 local data drive(s) in the lab file but 0 local NVMe drive(s) mapped" in refused.stderr
+
+
+def test_the_toy_target_dry_runs_and_is_listed(toy_kit: Path) -> None:
+    dry = run(toy_kit, "scripts/dry-run", "toy-example")
+    assert dry.returncode == 0, dry.stderr + dry.stdout
+    jobs = sorted((toy_kit / "build" / "runs" / "toy-example").glob("*-dry/stage/**/rfm_job.sh"))
+    assert jobs and "/mnt/cephfs/pfslab-bench" in jobs[0].read_text()
+    helped = run(toy_kit, "make", "--no-print-directory", "help")
+    assert helped.returncode == 0, helped.stderr
+    assert "  toy        Toy target (tests/unit/test_toy_target.py)" in helped.stdout
