@@ -235,9 +235,11 @@ def run(lab: str, args: Sequence[str], given_run_dir: str | None = None) -> int:
     try:
         provenance.record(run_dir, lab, tool_search_path(state.lab(lab)))
         pid_file.write_text(f"{os.getpid()} {run_dir}\n")
-        pre_run_check(lab, run_dir)
+        # The watchdog watches the pre-run check too: a lab that fails during its probes
+        # ends them (and the run's tests skip) instead of leaving them hanging.
         watchdog = Watchdog(kit, lab, run_dir)
         try:
+            pre_run_check(lab, run_dir)
             rc, announced = run_reframe(kit, lab, run_dir, reframe_args)
         finally:
             watchdog.stop()
