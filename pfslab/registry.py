@@ -242,6 +242,18 @@ def family(fs_type: str) -> Family:
     return known[fs_type]
 
 
+def role_script(family_name: str, kit_root: Path = KIT_ROOT) -> Path:
+    """Where the kit at ``kit_root`` keeps a role's script: a family's
+    ``families/<fs>/role``, else the kit's own roles (common, the scheduler's) under
+    ``scripts/roles/``. Nodes run every one of them as ``scripts/roles/<family>``."""
+    directory = kit_root / "families"
+    if any(directory.glob("*/family.json")):
+        for fam in families(directory).values():
+            if fam.family == family_name:
+                return directory / fam.filesystem / "role"
+    return kit_root / "scripts" / "roles" / family_name
+
+
 def all_roles() -> list[Role]:
     return [r for f in families().values() for r in f.roles]
 

@@ -227,7 +227,7 @@ def essential_roles(family: str, node_config: str) -> set[str]:
     """The components the family cannot serve without (its role script's ``essential``),
     asked on this machine with a node config of the lab."""
     env = dict(os.environ, PFSLAB_NODE_CONFIG=node_config)
-    done = bounded([str(KIT_ROOT / "scripts" / "roles" / family), "essential"], 30, env=env)
+    done = bounded([str(registry.role_script(family)), "essential"], 30, env=env)
     return set(done.output.split()) if done.ok else set()
 
 

@@ -39,8 +39,11 @@ class LocalTransport:
                 *command]
 
     def role_command(self, family: str, *args: str) -> list[str]:
-        # node-exec hands the role its node config.
-        return [str(self.kit_root / "scripts" / "roles" / family), *args]
+        # node-exec hands the role its node config; the role's script is where this
+        # machine keeps it (a family's folder).
+        from pfslab import registry
+
+        return [str(registry.role_script(family, self.kit_root)), *args]
 
     def run(self, node: str, command: Sequence[str], timeout: float) -> Result:
         return bounded(self.argv(node, command), timeout)

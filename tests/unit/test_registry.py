@@ -288,3 +288,10 @@ def test_an_example_target_appears_in_make_help(example_kit: Path) -> None:
     helped = run(example_kit, "make", "--no-print-directory", "help")
     assert helped.returncode == 0, helped.stderr
     assert "  gcp        Google Cloud (example target" in helped.stdout
+
+
+def test_a_role_script_is_found_in_its_family_folder_else_under_the_kits_own_roles() -> None:
+    # Nodes run every role as scripts/roles/<family>; this machine keeps a family's in its folder.
+    assert registry.role_script("ceph") == registry.FAMILIES_DIR / "cephfs" / "role"
+    assert registry.role_script("ceph").is_file()
+    assert registry.role_script("slurm") == registry.FAMILIES_DIR.parent / "scripts" / "roles" / "slurm"
