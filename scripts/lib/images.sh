@@ -26,8 +26,12 @@ image_files() {
   else
     (cd "$PFSLAB_ROOT" && find "${paths[@]}" \( -name __pycache__ -o -name .mypy_cache -o -name .pytest_cache \
       -o -name .spack-env \) -prune -o \( -type f -o -type l \) ! -name '*.pyc' -print0)
-  fi | kit_existing | LC_ALL=C sort -z | tr '\0' '\n'
+  fi | kit_existing | LC_ALL=C sort -z | tr '\0' '\n' | kit_for_nodes
 }
+
+# A target's Terraform root and module run on the kit's machine only (and link shared
+# files under terraform/, which nodes do not get): nodes carry its target.json.
+kit_for_nodes() { grep -Ev '^targets/[^/]+/(root|module)/' || (($? == 1)); }
 
 # Keep the NUL-separated paths that exist as files (git lists deleted files until
 # they are staged); a symlink counts when it points at a file.
