@@ -159,7 +159,7 @@ killed_apply_then_down() {
 other_checkout() {
   local copy=$BATS_FILE_TMPDIR/other-owner entry
   mkdir -p "$copy/labs"
-  for entry in scripts registry pfslab reframe targets terraform .venv; do ln -sfn "$REPO/$entry" "$copy/$entry"; done
+  for entry in scripts families registry pfslab reframe targets terraform .venv; do ln -sfn "$REPO/$entry" "$copy/$entry"; done
   cp "$REPO"/labs/*.yaml "$REPO/labs/schema.json" "$copy/labs/"
   echo "$copy"
 }

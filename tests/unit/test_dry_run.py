@@ -113,7 +113,7 @@ def kit_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The kit with an empty build/: no lab is up in this tree."""
     root = tmp_path_factory.mktemp("kit")
     (root / "build").mkdir()
-    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
+    for name in ("families", "labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
         (root / name).symlink_to(KIT / name)
     return root
 

@@ -114,7 +114,7 @@ def test_reframe_dry_run_of_the_local_case_writes_a_config_io500_reads(tmp_path:
     its config read by the built io500 (--config-hash parses it and stops)."""
     root = tmp_path / "kit"
     (root / "build" / "local").mkdir(parents=True)
-    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
+    for name in ("families", "labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
         (root / name).symlink_to(KIT / name)
     (root / "build" / "active-lab").write_text("local\n")
     shutil.copy(INVENTORY, root / "build" / "local" / "inventory.json")

@@ -75,7 +75,7 @@ exit "$STUB_IOR_EXIT"
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("kit")
-    for name in ("pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
+    for name in ("families", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
         (root / name).symlink_to(KIT / name)
     (root / "labs").mkdir()
     for path in (KIT / "labs").iterdir():

@@ -157,7 +157,7 @@ def list_tests(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
     empty (no lab up), with ``env`` added: (its output, the listed tests' names, the kit's build/)."""
     root = tmp_path / "kit"
     (root / "build").mkdir(parents=True)
-    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
+    for name in ("families", "labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
         (root / name).symlink_to(KIT / name)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("RFM_", "PFSLAB_"))}
     environ.update(RFM_CONFIG_FILES=str(KIT / "reframe" / "config" / "settings.py"), PFSLAB_ROOT=str(root), **(env or {}))

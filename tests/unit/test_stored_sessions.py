@@ -66,7 +66,7 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A kit tree with no lab up, two real runs of the tiny check stored in its database."""
     root = tmp_path_factory.mktemp("kit")
     (root / "build").mkdir()
-    for name in ("labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
+    for name in ("families", "labs", "pfslab", "registry", "reframe", "scripts", "spack", "targets", "terraform"):
         (root / name).symlink_to(KIT / name)
     check = tmp_path_factory.mktemp("check") / "tiny_check.py"
     check.write_text(TINY_CHECK)
