@@ -194,13 +194,23 @@ class Watch:
         state_root = (self.inventory.get("local") or {}).get("state_root")
         if not state_root:
             return
-        for mount, conn in _fuse_mounts_under(state_root):
-            abort = Path("/sys/fs/fuse/connections") / conn / "abort"
-            try:
-                abort.write_text("1")
-            except OSError:
-                continue
-            log(TAG, f"aborted the FUSE connection of {mount}: processes were stuck in it ('make lab-up' remounts it)")
+        ctl = Path("/sys/fs/fuse/connections")
+        mounted = False
+        try:
+            for mount, conn in _fuse_mounts_under(state_root):
+                abort = ctl / conn / "abort"
+                # Without systemd nothing mounts fusectl: mount it for the abort, as
+                # scripts/lib/common.sh's fuse_abort does, and take it away afterwards.
+                if not abort.exists() and not mounted and str(ctl) not in _mounts_under("/sys"):
+                    mounted = bounded(["mount", "-t", "fusectl", "fusectl", str(ctl)], 10).ok
+                try:
+                    abort.write_text("1")
+                except OSError:
+                    continue
+                log(TAG, f"aborted the FUSE connection of {mount}: processes were stuck in it ('make lab-up' remounts it)")
+        finally:
+            if mounted:
+                bounded(["umount", str(ctl)], 10)
 
     def site_jobs(self) -> list[tuple[str, str]]:
         """The run's jobs still in Slurm's queue (submitted from its stage), (id, state)."""
