@@ -278,27 +278,15 @@ def _add_record(sub: Subparsers) -> None:
 
 
 def _cmd_verdict(args: argparse.Namespace) -> int:
-    from pfslab import runs, verdict
+    from pfslab.lifecycle import bench
 
-    run = runs.resolve(args.run_dir)
-    rows = run.rows()
-    summary = verdict.summary(rows, run.lab_state)
+    data, table = bench.judged(Path(args.run_dir))
     if args.json:
-        json.dump({"rows": [r.as_dict() for r in rows], "summary": summary, "lab_state": run.lab_state,
-                   "calibration": run.calibration}, sys.stdout, indent=2)
+        json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        notes: list[str] = []
-        if run.calibration is not None and any(r.basis.startswith("calibrated") for r in rows):
-            from pfslab import calibration
-
-            notes = calibration.summary_lines(run.calibration)
-        print(verdict.table(rows, run.lab_state, notes))
-    return VERDICT_EXIT[summary["overall"]]
-
-
-#: A run that judged nothing must not pass a CI gate that reads the exit status alone.
-VERDICT_EXIT = {"pass": 0, "fail": 1, "no verdict": 3}
+        print(table)
+    return bench.VERDICT_EXIT[data["summary"]["overall"]]
 
 
 def _add_verdict(sub: Subparsers) -> None:
@@ -383,17 +371,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     lab = labs.load(args.lab)
     if args.check:
-        run_dir = Path(args.check)
-        problem = calibration.check(lab["name"], say=lambda line: print(f"[bench] {line}", file=sys.stderr, flush=True))
-        if problem is None:
-            return 0
-        from pfslab.runs import HEALTH_FILE
-        import time
+        from pfslab.lifecycle import bench
 
-        (run_dir / HEALTH_FILE).write_text(json.dumps(
-            {"state": "unhealthy", "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "detail": problem}) + "\n")
-        print(f"[bench] lab {lab['name']} fails its pre-run check: {problem}", file=sys.stderr)
-        return 1
+        return 1 if bench.record_pre_run_check(lab["name"], Path(args.check)) else 0
     if args.show:
         data = calibration.load(calibration.path_for(lab["name"]))
         if data is None:
@@ -419,25 +399,6 @@ def _add_calibrate(sub: Subparsers) -> None:
                    help="repeat the quick probes against the calibration; when the lab is below its floors, "
                         "record it as unhealthy in RUN_DIR (the run's tests then skip) and exit 1")
     p.set_defaults(handler=_cmd_calibrate)
-
-
-def _cmd_progress(args: argparse.Namespace) -> int:
-    from pfslab import progress
-
-    run_dir = Path(args.run_dir)
-    if not run_dir.is_dir():
-        raise UsageError(f"no run directory {run_dir}")
-    with open(run_dir / "reframe.out", "a") as keep:
-        seen = progress.follow(sys.stdin.fileno(), keep,
-                               lambda line: print(f"[bench] {line}", file=sys.stderr, flush=True), args.every)
-    return 0 if seen.total else 3
-
-
-def _add_progress(sub: Subparsers) -> None:
-    p = sub.add_parser("progress", help="keep ReFrame's output (stdin) in <run>/reframe.out; print a line per test")
-    p.add_argument("run_dir")
-    p.add_argument("--every", type=float, default=30.0, help="seconds of silence before a 'still running' line")
-    p.set_defaults(handler=_cmd_progress)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -664,7 +625,7 @@ def _add_lifecycle(sub: Subparsers) -> None:
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
-    _add_calibrate, _add_progress, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
+    _add_calibrate, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
     _add_smoke, _add_accounting, _add_junit_error, _add_site, _add_bench, _add_lifecycle,
 )
 

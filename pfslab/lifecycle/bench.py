@@ -71,19 +71,28 @@ def pre_run_check(lab: str, run_dir: Path) -> None:
     """A lab judged by its calibration repeats its quick probes first: one far below its
     own calibration is recorded unhealthy, so every test skips at once with that reason
     instead of crawling for hours to the same verdict (PFSLAB_NO_PRECHECK=1: run anyway)."""
+    from pfslab import calibration
+
+    if os.environ.get("PFSLAB_NO_PRECHECK") or not calibration.path_for(lab).is_file():
+        return
+    record_pre_run_check(lab, run_dir)
+
+
+def record_pre_run_check(lab: str, run_dir: Path) -> str | None:
+    """The quick probes against the lab's calibration; a lab below its floors is recorded
+    unhealthy in the run directory. The problem, or None."""
     import time
 
     from pfslab import calibration
     from pfslab.runs import HEALTH_FILE
 
-    if os.environ.get("PFSLAB_NO_PRECHECK") or not calibration.path_for(lab).is_file():
-        return
     problem = calibration.check(lab, say=say)
     if problem is None:
-        return
+        return None
     (run_dir / HEALTH_FILE).write_text(json.dumps(
         {"state": "unhealthy", "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "detail": problem}) + "\n")
     say(f"lab {lab} fails its pre-run check: {problem}")
+    return problem
 
 
 class Watchdog:
@@ -195,26 +204,30 @@ def keep_accounting(run_dir: Path, lab: str) -> None:
     print(f"{accounting.FILE_NAME}: {len(entry['jobs'])} job(s) from {entry['source']}{missing}", file=sys.stderr)
 
 
-def verdict(run_dir: Path) -> int:
-    """The verdict table (printed and kept in verdict.txt) and verdict.json; its exit status."""
+def judged(run_dir: Path) -> tuple[dict[str, Any], str]:
+    """A run's verdict: what verdict.json holds, and the table."""
     from pfslab import runs
     from pfslab import verdict as judge
 
     run = runs.resolve(str(run_dir))
     rows = run.rows()
     summary = judge.summary(rows, run.lab_state)
-    (run_dir / "verdict.json").write_text(json.dumps(
-        {"rows": [r.as_dict() for r in rows], "summary": summary, "lab_state": run.lab_state,
-         "calibration": run.calibration}, indent=2) + "\n")
     notes: list[str] = []
     if run.calibration is not None and any(r.basis.startswith("calibrated") for r in rows):
         from pfslab import calibration
 
         notes = calibration.summary_lines(run.calibration)
-    table = judge.table(rows, run.lab_state, notes)
+    return ({"rows": [r.as_dict() for r in rows], "summary": summary, "lab_state": run.lab_state,
+             "calibration": run.calibration}, judge.table(rows, run.lab_state, notes))
+
+
+def verdict(run_dir: Path) -> int:
+    """The verdict table (printed and kept in verdict.txt) and verdict.json; its exit status."""
+    data, table = judged(run_dir)
+    (run_dir / "verdict.json").write_text(json.dumps(data, indent=2) + "\n")
     (run_dir / "verdict.txt").write_text(table + "\n")
     print(table, flush=True)
-    return VERDICT_EXIT[summary["overall"]]
+    return VERDICT_EXIT[data["summary"]["overall"]]
 
 
 def run(lab: str, args: Sequence[str], given_run_dir: str | None = None) -> int:
