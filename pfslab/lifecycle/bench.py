@@ -5,7 +5,7 @@ a site lab's submit node): one process of the kit's CLI and one of ReFrame.
 run), takes the lab's lock and ``exec``s ``pfslab bench`` here: the process id stays the
 one the lock is held for (until it ends) and the one the watchdog watches. Everything the run needs besides ReFrame (its directory, provenance, the
 pre-run check, the progress lines, the accounting records, the verdict) is done in this
-process, so a run starts ReFrame once and the CLI once (the watchdog is the other).
+process (the watchdog in a child forked from it), so a run starts ReFrame once and the CLI once.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import signal
 import subprocess
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from pfslab.errors import KitError
 
@@ -96,34 +97,84 @@ def record_pre_run_check(lab: str, run_dir: Path) -> str | None:
 
 
 class Watchdog:
-    """The run's health watchdog (scripts/watchdog): its lines go to the terminal and to
-    the run's watchdog.log; stopped when the run is over, after it finished what it was
-    doing (ending the processes of a run whose lab failed)."""
+    """The run's health watchdog (pfslab/lifecycle/watchdog.py) in a child forked from this
+    process, so a run starts the kit's CLI once: its lines go to the terminal and to the
+    run's watchdog.log; stopped when the run is over, after it finished what it was doing
+    (ending the processes of a run whose lab failed)."""
 
-    def __init__(self, kit: Path, lab: str, run_dir: Path) -> None:
+    def __init__(self, lab: str, run_dir: Path) -> None:
         interval = os.environ.get("PFSLAB_WATCHDOG_INTERVAL", "10")
-        self.process = subprocess.Popen(
-            [str(kit / "scripts" / "watchdog"), lab, str(run_dir), str(os.getpid()), interval],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            # Ctrl-C is for ReFrame; the watchdog ends when this run tells it to.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        watched = os.getpid()
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child; its behaviour is watchdog.py's, tested there
+            os.close(read_end)
+            _watchdog_child(lab, run_dir, watched, interval, write_end)
+        os.close(write_end)
+        self.pid = pid
+        self.stream = os.fdopen(read_end, "rb")
         self.copier = threading.Thread(target=self._copy, args=(run_dir / "watchdog.log",), daemon=True)
         self.copier.start()
 
     def _copy(self, log: Path) -> None:
-        assert self.process.stderr is not None
         with open(log, "ab") as keep:
-            for line in self.process.stderr:
+            for line in self.stream:
                 keep.write(line)
                 keep.flush()
                 sys.stderr.buffer.write(line)
                 sys.stderr.flush()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-        self.process.wait()
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
         self.copier.join(timeout=5)
+
+
+def _watchdog_child(lab: str, run_dir: Path, watched: int, interval: str, stderr_fd: int) -> NoReturn:
+    """The forked watchdog: never returns into the run's code (its finally clauses are the
+    parent's), whatever happens."""
+    rc = 2
+    try:
+        # Ctrl-C is for ReFrame; the watchdog ends when the run tells it to (TERM).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.dup2(stderr_fd, 2)
+        # The parent's sys.stderr may not be descriptor 2 (a test's capture): the
+        # watchdog's lines must reach the pipe.
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - lives as long as the child
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+        from pfslab import lifecycle
+        from pfslab.lifecycle.watchdog import watchdog
+
+        try:
+            rc = watchdog([lab, str(run_dir), str(watched), interval])
+        except lifecycle.Refusal as err:
+            rc = lifecycle.refuse("watchdog", err)
+    except BaseException:  # noqa: BLE001 - whatever it was, said, and the child ends here
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+
+
+def check_serving(lab: str) -> None:
+    """A local lab must be healthy before a run starts (make lab-status shows why not); a
+    remote lab's nodes are checked by the pre-run check and the watchdog instead."""
+    from pfslab import registry
+    from pfslab.lifecycle import build_dir, status
+
+    inventory = json.loads((build_dir() / lab / "inventory.json").read_text())
+    if registry.target_of(inventory).namespaces and status.status(lab, show=False) != 0:
+        raise KitError(f"lab {lab} is not healthy; 'make lab-status' shows why and 'make lab-up' repairs it")
 
 
 def run_reframe(kit: Path, lab: str, run_dir: Path, args: Sequence[str]) -> tuple[int, int]:
@@ -239,6 +290,7 @@ def run(lab: str, args: Sequence[str], given_run_dir: str | None = None) -> int:
     kit = KIT_ROOT
     resolved = labs.load(lab)
     reframe_args = expand_demo(resolved, args)
+    check_serving(lab)
     run_dir = run_directory(lab, given_run_dir)
     if not given_run_dir:
         say(f"run directory: {run_dir}")
@@ -250,7 +302,7 @@ def run(lab: str, args: Sequence[str], given_run_dir: str | None = None) -> int:
         pid_file.write_text(f"{os.getpid()} {run_dir}\n")
         # The watchdog watches the pre-run check too: a lab that fails during its probes
         # ends them (and the run's tests skip) instead of leaving them hanging.
-        watchdog = Watchdog(kit, lab, run_dir)
+        watchdog = Watchdog(lab, run_dir)
         try:
             pre_run_check(lab, run_dir)
             rc, announced = run_reframe(kit, lab, run_dir, reframe_args)

@@ -44,22 +44,26 @@ def wait(lab: str, seconds: int, quiet: bool) -> int:
         time.sleep(1)
 
 
-def status(lab: str) -> int:
-    """Every role's health, one line each, then the file system's own view; 1 if any fails."""
+def status(lab: str, show: bool = True) -> int:
+    """Every role's health, one line each, then the file system's own view; 1 if any fails.
+    ``show=False`` judges the same without printing (make bench's check before a run)."""
     inventory, transport = _lab(lab)
     addresses = {n["name"]: n.get("address", "") for n in inventory.get("nodes", [])}
-    print(f"lab {lab} ({inventory.get('title', '')}), target {inventory['target']}")
-    print(f"{'NODE':<8} {'ADDRESS':<14} {'ROLE':<12} STATE")
+    if show:
+        print(f"lab {lab} ({inventory.get('title', '')}), target {inventory['target']}")
+        print(f"{'NODE':<8} {'ADDRESS':<14} {'ROLE':<12} STATE")
     rc = 0
     for at in health.role_table(inventory):
         done = transport.run(at.node, transport.role_command(at.family, "health", at.component), CALL_TIMEOUT_S)
         state = "ok" if done.ok else "FAILED: " + "; ".join(done.output.strip("\n").splitlines())
         rc |= not done.ok
-        print(f"{at.node:<8} {addresses.get(at.node, ''):<14} {at.role:<12} {state}", flush=True)
+        if show:
+            print(f"{at.node:<8} {addresses.get(at.node, ''):<14} {at.role:<12} {state}", flush=True)
     first = health.cluster_role(inventory)
     if first is not None:
         cluster = transport.run(first.node, transport.role_command(first.family, "health", "cluster"), CALL_TIMEOUT_S)
-        print(cluster.output, end="", flush=True)
+        if show:
+            print(cluster.output, end="", flush=True)
         rc |= not cluster.ok
     return rc
 

@@ -2,7 +2,7 @@
 # scripts/bench's exit status is the run's verdict, so a CI gate that reads it alone
 # never takes a run that judged nothing for a pass: 0 PASS, 1 FAIL, 3 NO VERDICT.
 # The kit is the real one except for what needs a lab: `scripts/lab` says the lab
-# "local" is up and healthy, the watchdog waits to be ended, and `reframe` lists one
+# "local" is up with no nodes (its health check and watchdog find nothing to fail), and `reframe` lists one
 # test and "runs" by leaving a recorded run (tests/fixtures/runs) in its run directory.
 
 bats_load_library bats-support
@@ -12,7 +12,7 @@ REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 load stand_in_kit
 
 setup() {
-  stand_in_kit :
+  stand_in_kit
   cat >"$KIT/.venv/bin/reframe" <<'EOF'
 #!/bin/bash
 printf '%s\n' "$*" >>"$PFSLAB_ROOT/reframe.args"
@@ -64,7 +64,7 @@ bench_of() {
   assert_output full
 }
 
-@test "a run starts ReFrame once and the kit's CLI once (the watchdog, a stand-in here, is the only other)" {
+@test "a run starts ReFrame once and the kit's CLI once (its health check and watchdog are pfslab bench's own)" {
   bench_of local-calibrated-demo
   assert_success
   run wc -l <"$KIT/reframe.args"
