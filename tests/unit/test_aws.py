@@ -260,3 +260,13 @@ def test_the_command_line_imports_boto3_only_when_an_aws_command_runs(argv: list
 def test_the_probe_sees_boto3_where_an_aws_command_runs() -> None:
     # whoami without credentials: one line, exit 2, after boto3 was imported.
     assert "boto3" in boto_modules_after(["aws", "whoami"])
+
+
+def test_a_target_named_as_one_of_pfslabs_commands_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    clash = dataclasses.replace(registry.targets()["aws"], target="lab")
+    monkeypatch.setattr(registry, "targets", lambda: {"lab": clash})
+    assert cli.main(["--help"]) == 2
+    assert capsys.readouterr().err == "pfslab: targets/lab/target.json: python: 'pfslab lab' is already one of pfslab's own commands\n"
