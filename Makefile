@@ -165,7 +165,7 @@ test-bats: ## Shell tests of the scripts and roles (bats)
 test-terraform: ## terraform fmt -check, validate and test of every provider-free module and root
 	scripts/check-terraform
 
-lint: ## shellcheck every shell script; mypy the Python package
+lint: ## shellcheck every shell script; mypy the Python package and the targets' modules (targets/*/*.py)
 	scripts/lint
 
 test-spack: ## Concretize the toolchain offline with a real Spack (SPACK_ROOT, SPACK_PYTHON with clingo, PFSLAB_SPACK_PACKAGES)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from pfslab.errors import KitError
 
@@ -426,72 +426,23 @@ def _add_bench(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_bench)
 
 
-# ---- aws ------------------------------------------------------------------------------
+# ---- a target's own commands -----------------------------------------------------------
 
-def _read_lab(path: str) -> dict[str, Any]:
-    from pfslab import aws
+def _add_targets(sub: Subparsers) -> None:
+    """``pfslab <target> ...`` for every target whose target.json names a Python module:
+    the module adds the actions and runs them (:class:`pfslab.registry.TargetCommands`)."""
+    from pfslab import registry
 
-    try:
-        lab: dict[str, Any] = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path} is not a readable resolved lab ({exc})") from exc
-    if not isinstance(lab, dict) or not aws.is_resolved_lab(lab):
-        raise UsageError(f"{path} is not a lab resolved for target aws with its instance (pfslab lab show LAB --instance)")
-    return lab
-
-
-def _cmd_aws(args: argparse.Namespace) -> int:
-    from pfslab import aws
-
-    if args.aws_command == "whoami":
-        print(aws.whoami(args.region))
-        return 0
-    if args.aws_command == "expired":
-        import datetime as dt
-
-        from pfslab import instance
-
-        owner = None if args.all_owners else instance.owner()
-        now = dt.datetime.now(dt.timezone.utc)
-        found = aws.expired_labs(args.region, owner, now)
-        for expired_lab in found:
-            print(expired_lab.line(now))
-        who = "anyone" if owner is None else f"owner {owner}"
-        print(f"{len(found)} expired lab(s) of {who} in {', '.join(sorted(set(args.region)))}", file=sys.stderr)
-        return 0
-    lab = _read_lab(args.lab_json)
-    if args.aws_command == "sweep":
-        aws.sweep(lab, args.deployment, args.purge, lambda line: print(line, flush=True), args.state)
-        return 0
-    left = aws.lab_leftovers(lab, args.deployment)
-    for r in left.own:
-        print(f"{r.line()}: made by this lab's lab-up, not in the Terraform state")
-    for r in left.foreign:
-        print(f"{r.line()}: tagged lab={lab['name']} owner={lab['instance']['owner']} but not made by this lab's lab-up")
-    return 0
-
-
-def _add_aws(sub: Subparsers) -> None:
-    p = sub.add_parser(
-        "aws",
-        help="ask EC2 what a lab holds: credentials, leftovers, sweep, expired labs",
-        description="EC2 itself, type by type (PFSLAB_AWS_ENDPOINT: an EC2 API emulator instead).",
-    )
-    cmds = p.add_subparsers(dest="aws_command", required=True, metavar="ACTION")
-    w = cmds.add_parser("whoami", help="the caller's ARN: the credentials work")
-    w.add_argument("--region", default="us-east-1")
-    for name, text in (("leftovers", "list what is tagged with the lab and its owner, one per line"),
-                       ("sweep", "remove what this lab's lab-up made and the Terraform state lost (--purge: all the lab's)")):
-        c = cmds.add_parser(name, help=text)
-        c.add_argument("lab_json", help="the lab as lab-up resolved it (build/<lab>/lab.json)")
-        c.add_argument("--deployment", help="the lab's deployment id (build/<lab>/deployment)")
-        if name == "sweep":
-            c.add_argument("--purge", action="store_true", help="remove what others made with the lab's tags too")
-            c.add_argument("--state", help="remove only what this Terraform state file does not record (before a destroy)")
-    e = cmds.add_parser("expired", help="labs past their expiry tag that still hold resources")
-    e.add_argument("--region", action="append", required=True, help="a region to look in (repeatable)")
-    e.add_argument("--all-owners", action="store_true", help="everyone's labs, not only the user's")
-    p.set_defaults(handler=_cmd_aws)
+    for target in registry.targets().values():
+        if target.module is None:
+            continue
+        if target.target in sub.choices:
+            raise registry.RegistryError(f"targets/{target.target}/{registry.TARGET_FILE}: python: "
+                                         f"'pfslab {target.target}' is already one of pfslab's own commands")
+        module = registry.target_module(target)
+        p = sub.add_parser(target.target, help=module.HELP)
+        module.add_commands(p)
+        p.set_defaults(handler=module.run)
 
 
 def _cmd_fabric_probe(args: argparse.Namespace) -> int:
@@ -625,21 +576,32 @@ def _add_lifecycle(sub: Subparsers) -> None:
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
-    _add_calibrate, _add_registry, _add_run_dir, _add_aws, _add_fabric_probe,
+    _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
     _add_smoke, _add_accounting, _add_junit_error, _add_site, _add_bench, _add_lifecycle,
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """pfslab's parser. The targets' commands come from the registry, whose files are
+    validated when read (tens of ms): they are added only when ``argv`` does not start
+    with one of pfslab's own commands (a target's command, --help, a typo, no ``argv``)."""
     parser = argparse.ArgumentParser(prog="pfslab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in REGISTRARS:
         register(sub)
+    if not argv or argv[0] not in sub.choices:
+        _add_targets(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        parser = build_parser(argv)
+    except KitError as err:
+        print(f"pfslab: {err}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

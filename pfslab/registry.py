@@ -13,22 +13,29 @@ Terraform (jsondecode), Packer, the shell (jq) and this module read the same fil
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pfslab import KIT_ROOT
 from pfslab.errors import KitError
+
+if TYPE_CHECKING:
+    import argparse
 
 REGISTRY_DIR: Path = KIT_ROOT / "registry"
 #: One folder per file-system family: a new family is a new folder, found by its family.json.
 FAMILIES_DIR: Path = KIT_ROOT / "families"
 FAMILY_SCHEMA: Path = REGISTRY_DIR / "family.schema.json"
-#: A target is a folder: target.json, its adapter (adapter.sh) and, when it provisions,
-#: its Terraform root and module. Listing the folders is how every reader finds them.
+#: A target is a folder: target.json, its adapter (adapter.sh), when it provisions, its
+#: Terraform root and module, and when it has commands, its Python module (target.json's
+#: python). Listing the folders is how every reader finds them.
 TARGETS_DIR: Path = KIT_ROOT / "targets"
 TARGET_SCHEMA: Path = TARGETS_DIR / "target.schema.json"
 TARGET_FILE = "target.json"
@@ -93,6 +100,9 @@ class Target:
     #: scripts/bench runs the lab's benchmarks detached from the terminal and follows them
     #: (target site: the user's SSH session to the submit node may drop mid-run).
     detached_runs: bool = False
+    #: The Python module giving the target its commands (``pfslab <target> ...``),
+    #: targets/<target>/<python>, or None (no commands); :func:`target_module` imports it.
+    module: Path | None = None
 
     @property
     def settings_key(self) -> str:
@@ -148,8 +158,12 @@ def _load_target(path: Path) -> Target:
         raise RegistryError(f"{where}: target {name!r} has no adapter {_where(folder / TARGET_ADAPTER)}")
     if f"{name}_target" not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
+    module = folder / doc["python"] if "python" in doc else None
+    if module is not None and not module.is_file():
+        raise RegistryError(f"{where}: python {doc['python']!r}: no such file {_where(module)} "
+                            "(a module beside target.json, or leave python out: no commands)")
     return Target(name, doc["title"], doc["remote"], doc.get("terraform_root", ""), doc["settings"],
-                  doc["namespaces"], doc.get("provisions", True), doc.get("detached_runs", False))
+                  doc["namespaces"], doc.get("provisions", True), doc.get("detached_runs", False), module)
 
 
 @lru_cache(maxsize=4)
@@ -168,6 +182,55 @@ def target_of(lab: dict[str, Any]) -> Target:
     if name not in known:
         raise RegistryError(f"lab {lab.get('name', '?')}: target {name!r} is not one of {', '.join(known)}")
     return known[str(name)]
+
+
+class TargetCommands(Protocol):
+    """What a target's Python module (target.json's python) defines: its commands,
+    ``pfslab <target> ACTION ...``."""
+
+    #: One line for ``pfslab --help``.
+    HELP: str
+
+    def add_commands(self, parser: argparse.ArgumentParser) -> None:
+        """Add the actions and options to ``pfslab <target>``'s own parser."""
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run the parsed action; the exit status (a KitError: one line, exit 2)."""
+
+
+#: The names a target's module must define (:class:`TargetCommands`).
+TARGET_MODULE_API = ("HELP", "add_commands", "run")
+
+
+def target_module(target: Target) -> TargetCommands:
+    """The Python module ``target``'s target.json names, imported from its folder (once
+    per file; the kit has no package for it). A missing file or a module that lacks
+    part of :class:`TargetCommands` is one RegistryError line."""
+    if target.module is None:
+        raise RegistryError(f"target {target.target!r} has no Python module (its target.json names no python)")
+    return _import_module(target.target, target.module)
+
+
+@lru_cache(maxsize=None)
+def _import_module(name: str, path: Path) -> TargetCommands:
+    if not path.is_file():
+        raise RegistryError(f"{_where(path)}: no such file (the python of target {name!r})")
+    spec = importlib.util.spec_from_file_location(f"pfslab_target_{name}", path)
+    if spec is None or spec.loader is None:
+        raise RegistryError(f"{_where(path)}: not a Python module (the python of target {name!r})")
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would: dataclasses look their module up.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    missing = [attr for attr in TARGET_MODULE_API if not hasattr(module, attr)]
+    if missing:
+        raise RegistryError(f"{_where(path)}: defines no {', '.join(missing)} "
+                            f"(a target's module defines {', '.join(TARGET_MODULE_API)})")
+    return cast(TargetCommands, module)
 
 
 def _load_scheduler(path: Path) -> Scheduler:

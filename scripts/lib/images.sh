@@ -30,7 +30,9 @@ image_files() {
 }
 
 # A target's Terraform root and module run on the kit's machine only (and link shared
-# files under terraform/, which nodes do not get): nodes carry its target.json.
+# files under terraform/, which nodes do not get): nodes carry its target.json. Its
+# Python module (targets/aws/cloud.py) stays although nodes never run it: the registry,
+# which nodes read to load a lab, refuses a target.json whose python file is missing.
 kit_for_nodes() { grep -Ev '^targets/[^/]+/(root|module)/' || (($? == 1)); }
 
 # Keep the NUL-separated paths that exist as files (git lists deleted files until

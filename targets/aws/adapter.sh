@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Target adapter: Amazon EC2 (targets/aws/target.json). Sourced by scripts/lab and
 # scripts/images after scripts/lib/common.sh; defines the target_* functions only.
-# The kit asks AWS through boto3 (pfslab aws, pfslab/aws.py); PFSLAB_AWS_ENDPOINT names
+# The kit asks AWS through boto3 (pfslab aws, targets/aws/cloud.py); PFSLAB_AWS_ENDPOINT names
 # an EC2 API emulator to ask instead (the kit's tests: scripts/cloud-emulator).
 
 # The Packer source scripts/images builds this target's images with.
@@ -39,7 +39,7 @@ aws_deployment_args() {
 }
 
 # What EC2 still holds tagged with the lab and its owner, one resource per line, asked
-# type by type (pfslab/aws.py). Another user's lab of the same name (same lab tag,
+# type by type (targets/aws/cloud.py). Another user's lab of the same name (same lab tag,
 # another owner) is not this lab's leftover.
 target_leftovers() {
   local args

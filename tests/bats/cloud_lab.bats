@@ -160,7 +160,7 @@ exit 1'
 @test "lab-down of an aws lab whose EC2 listing fails: exit 2, one line, build/<lab> kept" {
   was_up aws-nfs
   # The kit's pfslab with EC2 answering the credentials check and the sweep, and the
-  # listing after them failing as pfslab/aws.py reports a failed call (one line, exit 2).
+  # listing after them failing as targets/aws/cloud.py reports a failed call (one line, exit 2).
   rm "$COPY/.venv"
   mkdir -p "$COPY/.venv/bin"
   printf '%s\n' '#!/bin/bash' 'case "$1 $2" in' \

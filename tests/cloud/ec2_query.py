@@ -1,5 +1,5 @@
 """What the EC2 API itself says, for the cloud tests: run with the emulator's Python
-(boto3 comes with moto), independently of the kit's own listing (pfslab/aws.py).
+(boto3 comes with moto), independently of the kit's own listing (targets/aws/cloud.py).
 
     ec2_query.py tagged k=v [k=v ...]     every resource carrying the tags: "<type> <id>"
     ec2_query.py run CODE                 run CODE with `ec2` (a client) and `json` bound

@@ -1,19 +1,29 @@
-"""pfslab/aws.py without AWS: what counts as a lab's leftover, whose it is, the order
-things are deleted in, what an expired lab is, which emulator URLs are taken.
+"""targets/aws/cloud.py without AWS: what counts as a lab's leftover, whose it is, the
+order things are deleted in, what an expired lab is, which emulator URLs are taken; and
+`pfslab aws`, the commands the module gives its target, which import boto3 only when
+one of them runs.
 
+The module is loaded as the kit loads it, through the registry (target.json's python).
 The same code runs against an EC2 API for real in tests/cloud (make test-cloud)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from pfslab import aws
+from pfslab import cli, registry
+
+#: targets/aws/cloud.py as the registry imports it (its classes are read at run time).
+aws: Any = registry.target_module(registry.targets()["aws"])
+KIT = Path(__file__).resolve().parents[2]
 
 LAB = {"name": "aws-cephfs", "target": "aws", "instance": {"owner": "alice"}, "targets": {"aws": {"region": "us-east-1"}}}
 MINE = {"lab": "aws-cephfs", "owner": "alice", "deployment": "0123456789abcdef"}
@@ -186,3 +196,77 @@ def test_emulator_urls_refused_in_one_line_naming_them(url: str) -> None:
 
 def test_no_emulator_means_aws_itself() -> None:
     assert aws.endpoint({}) is None and aws.endpoint({aws.ENDPOINT_ENV: ""}) is None
+
+
+# ---- pfslab aws ---------------------------------------------------------------------------------
+
+def test_the_registry_loads_the_module_from_the_targets_folder_once() -> None:
+    target = registry.targets()["aws"]
+    assert target.module == registry.TARGETS_DIR / "aws" / "cloud.py"
+    assert registry.target_module(target) is aws
+    assert aws.__file__ == str(target.module)
+
+
+def test_pfslab_aws_is_the_modules_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    args = cli.build_parser(["aws"]).parse_args(["aws", "sweep", "lab.json", "--deployment", "d1", "--purge"])
+    assert (args.command, args.aws_command, args.lab_json, args.deployment, args.purge, args.state) == \
+        ("aws", "sweep", "lab.json", "d1", True, None)
+    assert args.handler is aws.run
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser(["aws"]).parse_args(["aws", "expired"])
+    assert exit_.value.code == 2 and "--region" in capsys.readouterr().err
+
+
+def test_pfslab_aws_refuses_a_lab_of_another_target_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab = tmp_path / "lab.json"
+    lab.write_text(json.dumps({**LAB, "target": "azure"}))
+    assert cli.main(["aws", "leftovers", str(lab)]) == 2
+    assert capsys.readouterr().err == (f"pfslab aws: {lab} is not a lab resolved for target aws with its instance "
+                                       "(pfslab lab show LAB --instance)\n")
+    assert cli.main(["aws", "sweep", str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pfslab aws: {tmp_path / 'none.json'} is not a readable resolved lab") and err.count("\n") == 1
+
+
+def test_pfslab_aws_leftovers_prints_each_with_whose_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    lab = tmp_path / "lab.json"
+    lab.write_text(json.dumps(LAB))
+    monkeypatch.setattr(aws, "client", lambda service, region: FakeEc2(account()))
+    assert cli.main(["aws", "leftovers", str(lab), "--deployment", MINE["deployment"]]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "instance i-run (pfslab-aws-cephfs-cli0): made by this lab's lab-up, not in the Terraform state"
+    assert out[-1] == "volume vol-stray: tagged lab=aws-cephfs owner=alice but not made by this lab's lab-up"
+    assert len(out) == 7
+
+
+def boto_modules_after(argv: list[str]) -> list[str]:
+    """The boto3/botocore modules a fresh interpreter holds after `pfslab ARGV`."""
+    code = ("import sys\nfrom pfslab import cli\ntry:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore')))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    # No credentials anywhere, and no instance metadata to ask: whoami fails at once, offline.
+    env |= {"PFSLAB_ROOT": str(KIT), "AWS_EC2_METADATA_DISABLED": "true",
+            "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+    ran = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, env=env)
+    return list(json.loads(ran.stdout.splitlines()[-1].replace("'", '"')))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["aws", "--help"], ["aws", "sweep", "--help"], ["lab", "list"]])
+def test_the_command_line_imports_boto3_only_when_an_aws_command_runs(argv: list[str]) -> None:
+    assert boto_modules_after(argv) == []
+
+
+def test_the_probe_sees_boto3_where_an_aws_command_runs() -> None:
+    # whoami without credentials: one line, exit 2, after boto3 was imported.
+    assert "boto3" in boto_modules_after(["aws", "whoami"])
+
+
+def test_a_target_named_as_one_of_pfslabs_commands_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    clash = dataclasses.replace(registry.targets()["aws"], target="lab")
+    monkeypatch.setattr(registry, "targets", lambda: {"lab": clash})
+    assert cli.main(["--help"]) == 2
+    assert capsys.readouterr().err == "pfslab: targets/lab/target.json: python: 'pfslab lab' is already one of pfslab's own commands\n"

@@ -295,3 +295,63 @@ def test_a_role_script_is_found_in_its_family_folder_else_under_the_kits_own_rol
     assert registry.role_script("ceph") == registry.FAMILIES_DIR / "cephfs" / "role"
     assert registry.role_script("ceph").is_file()
     assert registry.role_script("slurm") == registry.FAMILIES_DIR.parent / "scripts" / "roles" / "slurm"
+
+
+# ---- a target's Python module (target.json's python) -------------------------------------
+
+def target_folder(root: Path, python: str | None, module: str | None = None) -> Path:
+    """targets/aws's target.json and adapter in ``root/aws``, its python set (None: left
+    out) and, with ``module``, that text as the file it names."""
+    folder = root / "aws"
+    folder.mkdir()
+    doc = json.loads((KIT / "targets" / "aws" / "target.json").read_text())
+    doc.pop("python", None)
+    if python is not None:
+        doc["python"] = python
+    (folder / "target.json").write_text(json.dumps(doc))
+    shutil.copy2(KIT / "targets" / "aws" / "adapter.sh", folder / "adapter.sh")
+    if python is not None and module is not None:
+        (folder / python).write_text(module)
+    return folder
+
+
+def test_a_target_naming_a_missing_module_is_refused_in_one_line(tmp_path: Path) -> None:
+    target_folder(tmp_path, "nothere.py")
+    with pytest.raises(registry.RegistryError) as err:
+        registry.targets(tmp_path)
+    assert str(err.value) == (f"{tmp_path}/aws/target.json: python 'nothere.py': no such file {tmp_path}/aws/nothere.py "
+                              "(a module beside target.json, or leave python out: no commands)")
+
+
+@pytest.mark.parametrize("python", ["../cloud.py", "cloud", "Cloud.py"])
+def test_a_target_naming_a_module_outside_its_folder_is_refused_in_one_line(tmp_path: Path, python: str) -> None:
+    target_folder(tmp_path, python)
+    with pytest.raises(registry.RegistryError, match=r"^[^\n]*target\.json: python: .* does not match"):
+        registry.targets(tmp_path)
+
+
+def test_a_targets_module_lacking_its_commands_is_refused_in_one_line(tmp_path: Path) -> None:
+    target_folder(tmp_path, "half.py", 'HELP = "half"\n')
+    target = registry.targets(tmp_path)["aws"]
+    with pytest.raises(registry.RegistryError) as err:
+        registry.target_module(target)
+    assert str(err.value) == f"{tmp_path}/aws/half.py: defines no add_commands, run (a target's module defines HELP, add_commands, run)"
+
+
+def test_a_targets_module_is_imported_from_its_folder_once(tmp_path: Path) -> None:
+    folder = target_folder(tmp_path, "tool.py", 'import itertools\nCOUNT = itertools.count()\nHELP = "h"\n'
+                           "def add_commands(parser): pass\ndef run(args): return next(COUNT)\n")
+    target = registry.targets(tmp_path)["aws"]
+    assert target.module == folder / "tool.py"
+    first = registry.target_module(target)
+    assert (first.HELP, first.run(None), first.run(None)) == ("h", 0, 1)  # type: ignore[arg-type]
+    assert registry.target_module(target) is first
+
+
+def test_a_target_without_a_module_has_no_commands(tmp_path: Path) -> None:
+    target = registry.targets(target_folder(tmp_path, None).parent)["aws"]
+    assert target.module is None
+    with pytest.raises(registry.RegistryError, match=r"^target 'aws' has no Python module \(its target.json names no python\)$"):
+        registry.target_module(target)
+    # Of the shipped targets, aws alone has commands: pfslab aws.
+    assert [t.target for t in registry.targets().values() if t.module] == ["aws"]

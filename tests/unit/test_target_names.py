@@ -2,8 +2,8 @@
 
 What differs between targets is a property of the target's file
 (targets/<target>/target.json: remote, provisions, namespaces, ...) or lives in its
-folder (targets/<target>/: adapter, Terraform root and module, not scanned) or in
-pfslab/<target>.py. This scans the kit's code that runs on the kit's machine (pfslab/,
+folder (targets/<target>/: adapter, Terraform root and module, Python module such as
+targets/aws/cloud.py; not scanned). This scans the kit's code that runs on the kit's machine (pfslab/,
 scripts/, terraform/ and the Makefile) for a comparison with a target's name and names
 every file and line that has one. Tests
 (tests/, terraform/**/tests/) may compare names: they check what a target produces.
@@ -22,9 +22,15 @@ def target_names() -> list[str]:
     return sorted(json.loads(p.read_text())["target"] for p in (KIT / "targets").glob("*/target.json"))
 
 
-def _is_adapter(path: Path, names: list[str]) -> bool:
+#: The one file of pfslab/ still not scanned: the site target's checks, not yet in
+#: targets/site/, whose `submit != "local"` compares a setting's value (targets.site.submit),
+#: which the patterns cannot tell from the target local.
+NOT_SCANNED = {"pfslab/site.py"}
+
+
+def _is_adapter(path: Path) -> bool:
     rel = path.relative_to(KIT)
-    return rel.parts[0] == "targets" or (rel.parts[0] == "pfslab" and path.stem in names)
+    return rel.parts[0] == "targets" or str(rel) in NOT_SCANNED
 
 
 def scanned_files(names: list[str]) -> list[Path]:
@@ -32,7 +38,7 @@ def scanned_files(names: list[str]) -> list[Path]:
     found += (KIT / "pfslab").rglob("*.py")
     found += [p for p in (KIT / "scripts").rglob("*") if p.is_file() and p.suffix in ("", ".sh")]
     found += [p for p in (KIT / "terraform").rglob("*.tf") if "tests" not in p.relative_to(KIT).parts]
-    return sorted(p for p in found if not _is_adapter(p, names))
+    return sorted(p for p in found if not _is_adapter(p))
 
 
 def comparison_patterns(names: list[str]) -> list[re.Pattern[str]]:

@@ -134,3 +134,15 @@ def test_the_toy_target_dry_runs_and_is_listed(toy_kit: Path) -> None:
     helped = run(toy_kit, "make", "--no-print-directory", "help")
     assert helped.returncode == 0, helped.stderr
     assert "  toy        Toy target (tests/unit/test_toy_target.py)" in helped.stdout
+
+
+def test_the_toy_target_has_no_commands_and_aws_keeps_its_own(toy_kit: Path) -> None:
+    # A target whose target.json names no python module gets no `pfslab <target>`.
+    toy = run(toy_kit, str(PFSLAB), "toy", "--help")
+    assert toy.returncode == 2
+    assert "invalid choice: 'toy'" in toy.stderr
+    # The registry of this copy still loads aws's module from its folder.
+    helped = run(toy_kit, str(PFSLAB), "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert [line.split()[0] for line in helped.stdout.splitlines() if line.startswith("    aws ")] == ["aws"]
+    assert "toy" not in helped.stdout.split()

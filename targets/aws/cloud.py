@@ -1,4 +1,7 @@
-"""What an AWS lab holds, asked of EC2 itself.
+"""What an AWS lab holds, asked of EC2 itself: the commands ``pfslab aws whoami|expired|
+leftovers|sweep`` that the adapter (``targets/aws/adapter.sh``) runs. target.json names
+this file (``"python": "cloud.py"``); ``pfslab.registry.target_module`` imports it from
+here and ``pfslab`` gives it its subcommand. Only a command that runs imports boto3.
 
 ``make lab-down`` proves a lab is gone by listing, type by type, every EC2 resource
 tagged with the lab and its owner (instances that are not terminated, Elastic IPs,
@@ -19,11 +22,15 @@ is only reported unless the user asks for it to go too (``PURGE=1``).
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
+import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -276,8 +283,8 @@ class Leftovers:
 
 def is_resolved_lab(lab: dict[str, Any]) -> bool:
     """A lab resolved for AWS with its instance block (pfslab lab show LAB --instance):
-    what the sweep and the leftover check need. This module is the AWS target's adapter,
-    so it alone may know the target's name."""
+    what the sweep and the leftover check need. This module is part of the AWS target's
+    folder, so it alone may know the target's name."""
     return lab.get("target") == "aws" and "instance" in lab
 
 
@@ -383,8 +390,6 @@ def state_ids(path: str) -> set[str]:
     """Every id a Terraform state file records, wherever it stands: a resource's own id
     and those inside it (an instance's root volume is an attribute of the instance). A
     missing file records none."""
-    import json
-
     try:
         state = json.loads(open(path, encoding="utf-8").read())
     except FileNotFoundError:
@@ -421,3 +426,67 @@ def expired_labs(regions: Iterable[str], owner: str | None, now: dt.datetime) ->
         resources = guarded(f"listing the kit's resources in {region}", lambda: tagged(ec2, tags))
         found.extend(expired(resources, region, now))
     return found
+
+
+# ---- pfslab aws ------------------------------------------------------------------------------
+
+#: The line `pfslab --help` shows for `pfslab aws`.
+HELP = "ask EC2 what a lab holds: credentials, leftovers, sweep, expired labs"
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    """The actions of `pfslab aws` (the registry gives this module its subparser)."""
+    parser.description = "EC2 itself, type by type (PFSLAB_AWS_ENDPOINT: an EC2 API emulator instead)."
+    cmds = parser.add_subparsers(dest="aws_command", required=True, metavar="ACTION")
+    w = cmds.add_parser("whoami", help="the caller's ARN: the credentials work")
+    w.add_argument("--region", default="us-east-1")
+    for name, text in (("leftovers", "list what is tagged with the lab and its owner, one per line"),
+                       ("sweep", "remove what this lab's lab-up made and the Terraform state lost (--purge: all the lab's)")):
+        c = cmds.add_parser(name, help=text)
+        c.add_argument("lab_json", help="the lab as lab-up resolved it (build/<lab>/lab.json)")
+        c.add_argument("--deployment", help="the lab's deployment id (build/<lab>/deployment)")
+        if name == "sweep":
+            c.add_argument("--purge", action="store_true", help="remove what others made with the lab's tags too")
+            c.add_argument("--state", help="remove only what this Terraform state file does not record (before a destroy)")
+    e = cmds.add_parser("expired", help="labs past their expiry tag that still hold resources")
+    e.add_argument("--region", action="append", required=True, help="a region to look in (repeatable)")
+    e.add_argument("--all-owners", action="store_true", help="everyone's labs, not only the user's")
+
+
+def read_lab(path: str) -> dict[str, Any]:
+    """A resolved lab file (build/<lab>/lab.json) of an AWS lab with its instance block."""
+    try:
+        lab: dict[str, Any] = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise AwsError(f"{path} is not a readable resolved lab ({exc})") from exc
+    if not isinstance(lab, dict) or not is_resolved_lab(lab):
+        raise AwsError(f"{path} is not a lab resolved for target aws with its instance (pfslab lab show LAB --instance)")
+    return lab
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the `pfslab aws` action ``args`` names; failures raise AwsError (one line, exit 2)."""
+    if args.aws_command == "whoami":
+        print(whoami(args.region))
+        return 0
+    if args.aws_command == "expired":
+        from pfslab import instance
+
+        owner = None if args.all_owners else instance.owner()
+        now = dt.datetime.now(dt.timezone.utc)
+        found = expired_labs(args.region, owner, now)
+        for expired_lab in found:
+            print(expired_lab.line(now))
+        who = "anyone" if owner is None else f"owner {owner}"
+        print(f"{len(found)} expired lab(s) of {who} in {', '.join(sorted(set(args.region)))}", file=sys.stderr)
+        return 0
+    lab = read_lab(args.lab_json)
+    if args.aws_command == "sweep":
+        sweep(lab, args.deployment, args.purge, lambda line: print(line, flush=True), args.state)
+        return 0
+    left = lab_leftovers(lab, args.deployment)
+    for r in left.own:
+        print(f"{r.line()}: made by this lab's lab-up, not in the Terraform state")
+    for r in left.foreign:
+        print(f"{r.line()}: tagged lab={lab['name']} owner={lab['instance']['owner']} but not made by this lab's lab-up")
+    return 0
