@@ -279,7 +279,8 @@ class LiveHost:
 
     def namespaces(self) -> list[str]:
         try:
-            return sorted(os.listdir("/run/netns"))
+            # Directory order, as ip netns list prints them.
+            return os.listdir("/run/netns")
         except OSError:
             return []
 
