@@ -74,6 +74,14 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         if problems:
             print("\n".join(problems))
         return 1 if problems else 0
+    if args.lab_command in ("stop-bench", "sweep", "leftovers"):
+        from pfslab import lifecycle
+        from pfslab.lifecycle import teardown
+
+        try:
+            return teardown.main(args.lab_command, args.lab if args.lab_command == "stop-bench" else args.resolved)
+        except lifecycle.Refusal as err:
+            return lifecycle.refuse(teardown.TAG, err)
     lab = labs.load(args.lab)
     if args.lab_command == "check":
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
@@ -145,6 +153,16 @@ def _add_lab(sub: Subparsers) -> None:
     coll = actions.add_parser("collisions", help="why a resolved local lab cannot come up beside the local labs that are up "
                               "(same bridge, overlapping subnet, same mount path); exit 1 if any")
     coll.add_argument("resolved", help="the resolved lab (pfslab lab show --instance)")
+    # A local lab's teardown proof (scripts/lab down; pfslab/lifecycle/teardown.py).
+    actions.add_parser("stop-bench", help="end a benchmark run of the lab still running on this machine"
+                       ).add_argument("lab")
+    actions.add_parser("sweep", help="stop a local lab's bench, remove by name what is left of it (processes, mounts, "
+                       "namespaces, links, its bridge unless another lab uses it, cgroups, files), then print what "
+                       "still is, one a line; exit 1 if anything").add_argument(
+                           "resolved", help="the lab as its lab-up resolved it (build/<lab>/lab.json)")
+    actions.add_parser("leftovers", help="print what a local lab left on this machine, one a line (mount, namespace, "
+                       "bridge, link, process, benchmark process, files, cgroup, directory); exit 1 if anything"
+                       ).add_argument("resolved", help="the lab as its lab-up resolved it (build/<lab>/lab.json)")
     export = actions.add_parser(
         "export", help="write every lab resolved for every target (DIR/<lab>@<target>.json) and DIR/pairs.json; "
         "the Terraform tests plan these")

@@ -33,6 +33,7 @@ from typing import Any
 
 from pfslab import KIT_ROOT, registry, site_health
 from pfslab.lifecycle import Refusal, build_dir, health, log
+from pfslab.lifecycle.mounts import fuse_mounts_under, mounts_under
 from pfslab.transport import bounded, for_lab
 from pfslab.transport.local import LocalTransport
 
@@ -116,7 +117,7 @@ class Watch:
         state_root = local.get("state_root")
         if not state_root:
             return found
-        mounts = _mounts_under(state_root)
+        mounts = mounts_under(state_root)
         found += [f"{m} does not answer" for m in mounts if not bounded(["stat", "-f", m], 10).ok]
         wanted = len(self.inventory.get("clients") or [])
         if len(mounts) < wanted:
@@ -197,11 +198,11 @@ class Watch:
         ctl = Path("/sys/fs/fuse/connections")
         mounted = False
         try:
-            for mount, conn in _fuse_mounts_under(state_root):
+            for mount, conn in fuse_mounts_under(state_root):
                 abort = ctl / conn / "abort"
                 # Without systemd nothing mounts fusectl: mount it for the abort, as
                 # scripts/lib/common.sh's fuse_abort does, and take it away afterwards.
-                if not abort.exists() and not mounted and str(ctl) not in _mounts_under("/sys"):
+                if not abort.exists() and not mounted and str(ctl) not in mounts_under("/sys"):
                     mounted = bounded(["mount", "-t", "fusectl", "fusectl", str(ctl)], 10).ok
                 try:
                     abort.write_text("1")
@@ -264,27 +265,6 @@ def _kill(pids: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-
-
-def _mountinfo() -> list[list[str]]:
-    with open("/proc/self/mountinfo") as f:
-        return [line.split() for line in f]
-
-
-def _mounts_under(root: str) -> list[str]:
-    return [f[4] for f in _mountinfo() if f[4].startswith(root.rstrip("/") + "/")]
-
-
-def _fuse_mounts_under(root: str) -> list[tuple[str, str]]:
-    """(mount point, fusectl connection id) of the FUSE mounts under ``root``."""
-    found = []
-    for f in _mountinfo():
-        if not f[4].startswith(root.rstrip("/") + "/") or "-" not in f[6:]:
-            continue
-        fstype = f[f.index("-", 6) + 1]
-        if fstype.startswith("fuse"):
-            found.append((f[4], f[2].split(":")[1]))
-    return found
 
 
 def watchdog(args: Sequence[str]) -> int:
