@@ -147,6 +147,9 @@ def _watchdog_child(lab: str, run_dir: Path, watched: int, interval: str, stderr
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
         os.dup2(stderr_fd, 2)
+        # Nothing else of the run's: above all not the lab's lock (a descriptor
+        # scripts/bench took), which a watchdog outliving a killed run would hold.
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         # The parent's sys.stderr may not be descriptor 2 (a test's capture): the
         # watchdog's lines must reach the pipe.
         sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - lives as long as the child

@@ -66,6 +66,26 @@ def test_watchdog_child_that_fails_ends_itself_and_never_returns_into_the_run(
     dog.copier.join(timeout=5)
 
 
+def test_watchdog_child_holds_none_of_the_runs_descriptors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The lab's lock is a descriptor of the run: a watchdog outliving a killed run must
+    # not keep the lab locked.
+    def listing_watchdog(args: Sequence[str]) -> int:
+        print("fds " + " ".join(sorted(os.listdir("/proc/self/fd"), key=int)), file=sys.stderr, flush=True)
+        return 0
+
+    monkeypatch.setattr(watchdog_module, "watchdog", listing_watchdog)
+    with open(tmp_path / "lock", "w") as lock:
+        lock_fd = lock.fileno()
+        dog = bench.Watchdog("lab1", tmp_path)
+        try:
+            text = _wait_for(tmp_path / "watchdog.log", "fds ")
+        finally:
+            dog.stop()
+    fds = next(line for line in text.splitlines() if line.startswith("fds ")).split()[1:]
+    assert str(lock_fd) not in fds
+    assert {"0", "1", "2"} <= set(fds)
+
+
 def _inventory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str) -> None:
     (tmp_path / "lab1").mkdir()
     (tmp_path / "lab1" / "inventory.json").write_text(f'{{"target": "{target}", "nodes": []}}')
