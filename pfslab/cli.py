@@ -515,45 +515,6 @@ def _add_smoke(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_smoke)
 
 
-# ---- site ----------------------------------------------------------------------------
-
-def _cmd_site(args: argparse.Namespace) -> int:
-    from pfslab import site
-
-    lab = json.loads(Path(args.resolved).read_text())
-    if args.site_command == "up":
-        print(site.up(lab, Path(args.state)))
-    elif args.site_command == "down":
-        print(site.release_scratch(lab))
-    elif args.site_command == "health":
-        from pfslab import site_health
-
-        found = site_health.problems(lab)
-        if found:
-            print("\n".join(found))
-        return 1 if found else 0
-    else:
-        reports, _ = site.check(lab)
-        found = site.problems(lab, reports)
-        print("\n".join(found) if found else f"lab {lab['name']}: every check passed on {', '.join(reports)}")
-        return 1 if found else 0
-    return 0
-
-
-def _add_site(sub: Subparsers) -> None:
-    p = sub.add_parser("site", help="a site lab's checks (target site): run as the invoking user, install nothing")
-    actions = p.add_subparsers(dest="site_command", required=True, metavar="ACTION")
-    up = actions.add_parser("up", help="check every node through the scheduler, claim the scratch, write the inventory")
-    up.add_argument("resolved", help="the resolved lab (pfslab lab show LAB --instance)")
-    up.add_argument("state", help="the lab's state directory (build/<lab>)")
-    actions.add_parser("check", help="run the checks again; print what fails (exit 1)").add_argument("resolved")
-    actions.add_parser("down", help="remove the kit's scratch directory (only with this lab instance's marker)"
-                       ).add_argument("resolved")
-    actions.add_parser("health", help="ask the scheduler whether the lab's nodes can run its jobs; print each "
-                       "node that cannot (exit 1), for the run's watchdog").add_argument("resolved")
-    p.set_defaults(handler=_cmd_site)
-
-
 # ---- lifecycle: preflight and the run's watchdog --------------------------------------
 
 def _cmd_lifecycle(args: argparse.Namespace) -> int:
@@ -595,7 +556,7 @@ def _add_lifecycle(sub: Subparsers) -> None:
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
-    _add_smoke, _add_accounting, _add_junit_error, _add_site, _add_bench, _add_lifecycle,
+    _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle,
 )
 
 

@@ -158,6 +158,11 @@ def _load_target(path: Path) -> Target:
         raise RegistryError(f"{where}: target {name!r} has no adapter {_where(folder / TARGET_ADAPTER)}")
     if f"{name}_target" not in doc["settings"]:
         raise RegistryError(f"{where}: settings has no {name + '_target'!r} key (the schema of targets.{name})")
+    section = doc["settings"][f"{name}_target"]
+    if not doc.get("provisions", True) and "nodes" not in section.get("required", []):
+        # How every reader finds such a lab's nodes (pfslab.labs, pfslab.site_health): by this flag, not by name.
+        raise RegistryError(f"{where}: settings.{name}_target: requires no 'nodes'; a target that provisions nothing "
+                            "must (its nodes, a count or names, that lab-up checks and the run's watchdog asks the scheduler about)")
     module = folder / doc["python"] if "python" in doc else None
     if module is not None and not module.is_file():
         raise RegistryError(f"{where}: python {doc['python']!r}: no such file {_where(module)} "

@@ -8,10 +8,13 @@ lab in such a state cannot run its share of a job, so the run's watchdog
 (scripts/watchdog) ends the run on it, as it does on a lab whose file system stopped
 serving.
 
-Which nodes count: the ones the lab names (``targets.site.nodes`` as a list), each of
-them; with a count only, the partition's nodes, of which fewer usable than the count
-is fatal (a site's large partition always has a node or two down, and the scheduler
-places the jobs elsewhere).
+Which nodes count: the ones the lab names (its target's section's ``nodes``, e.g.
+``targets.site.nodes``, as a list), each of them; with a count only, the partition's
+nodes, of which fewer usable than the count is fatal (a site's large partition always
+has a node or two down, and the scheduler places the jobs elsewhere). Every target that
+provisions nothing (target.json ``provisions`` false) gives its nodes so (pfslab.labs
+checks them against the node groups); this module reads them by that, never by the
+target's name, and the target's own checks (targets/site/checks.py) read them here.
 
 Parsing and judging are pure functions of sinfo's text, tested with fabricated
 outputs; :func:`problems` runs sinfo.
@@ -23,7 +26,6 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from pfslab import site
 from pfslab.errors import KitError
 
 #: sinfo's fields, one node a line: name, long state (with its flag characters), reason.
@@ -43,6 +45,27 @@ STATE_FLAGS = "*~#!%$@^-"
 
 #: Seconds one sinfo may take: its controller's answer, which a busy site may delay.
 SINFO_TIMEOUT_S = 20
+
+
+def settings(lab: dict[str, Any]) -> dict[str, Any]:
+    """The lab's ``targets.<its target>`` section (defaults filled by the resolver)."""
+    section: dict[str, Any] = lab.get("targets", {}).get(lab["target"], {})
+    return section
+
+
+def node_names(lab: dict[str, Any]) -> list[str] | None:
+    """The nodes the lab names, or None when it gives a count only."""
+    given = settings(lab)["nodes"]
+    return list(given) if isinstance(given, list) else None
+
+
+def node_count(lab: dict[str, Any]) -> int:
+    given = settings(lab)["nodes"]
+    return given if isinstance(given, int) else len(given)
+
+
+def scheduler(lab: dict[str, Any]) -> str:
+    return str((lab.get("scheduler") or {}).get("type", "none"))
 
 
 class UnansweredError(KitError):
@@ -71,7 +94,7 @@ class NodeState:
 def sinfo_command(lab: dict[str, Any]) -> list[str]:
     """sinfo for the lab's nodes: the ones it names, else its partition's (else all)."""
     cmd = ["sinfo", "--noheader", "--Node", f"--format={SINFO_FORMAT}"]
-    names = site.node_names(lab)
+    names = node_names(lab)
     partition = (lab.get("scheduler") or {}).get("partition")
     if names:
         cmd.append(f"--nodes={','.join(names)}")
@@ -98,17 +121,17 @@ def parse(text: str) -> dict[str, NodeState]:
 
 def judge(lab: dict[str, Any], states: dict[str, NodeState]) -> list[str]:
     """What keeps the run from going on, one line each naming the node; [] when healthy."""
-    names = site.node_names(lab)
+    names = node_names(lab)
     if names is not None:
         out = [f"node {n}: not in the Slurm controller's node list (sinfo lists no such node)"
                for n in names if n not in states]
         return out + [states[n].why() for n in names if n in states and not states[n].usable]
     bad = [s for s in states.values() if not s.usable]
     usable = len(states) - len(bad)
-    if usable >= site.node_count(lab):
+    if usable >= node_count(lab):
         return []
     partition = (lab.get("scheduler") or {}).get("partition") or "(default)"
-    return [f"partition {partition}: {usable} usable node(s), the lab needs {site.node_count(lab)}; "
+    return [f"partition {partition}: {usable} usable node(s), the lab needs {node_count(lab)}; "
             + "; ".join(s.why() for s in bad)]
 
 
@@ -116,7 +139,7 @@ def problems(lab: dict[str, Any]) -> list[str]:
     """Ask the scheduler; the lines of :func:`judge`. Raises UnansweredError when it
     did not answer (a judgement of the controller differs from none: the watchdog acts
     on the first at once, on the second only when it lasts)."""
-    if site.scheduler(lab) != "slurm":
+    if scheduler(lab) != "slurm":
         return []
     cmd = sinfo_command(lab)
     try:

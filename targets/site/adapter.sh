@@ -2,7 +2,8 @@
 # Target adapter: a site lab (targets/site/target.json): storage, nodes and scheduler
 # that are already there. Nothing is provisioned or installed and nothing runs as root:
 # scripts/lab calls target_up, target_down and target_status (provisions false), and
-# the checks themselves are pfslab/site.py's (run through the lab's scheduler).
+# the checks themselves are targets/site/checks.py's, `pfslab site ...` (target.json's
+# python; run through the lab's scheduler).
 
 target_credentials() { :; }
 

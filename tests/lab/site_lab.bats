@@ -217,7 +217,7 @@ follower_session() {
 
 # lab-up or lab-down as the user under strace (every process it starts followed;
 # -y: descriptors with their paths). The jobs lab-up submits run under slurmd, not
-# under strace: they are the probe (pfslab/site.py probe_script), which writes one
+# under strace: they are the probe (targets/site/checks.py probe_script), which writes one
 # probe file in the scratch and removes it.
 traced() {
   local action=$1 home=$2 trace=$3

@@ -353,5 +353,22 @@ def test_a_target_without_a_module_has_no_commands(tmp_path: Path) -> None:
     assert target.module is None
     with pytest.raises(registry.RegistryError, match=r"^target 'aws' has no Python module \(its target.json names no python\)$"):
         registry.target_module(target)
-    # Of the shipped targets, aws alone has commands: pfslab aws.
-    assert [t.target for t in registry.targets().values() if t.module] == ["aws"]
+    # The shipped targets with commands: pfslab aws, pfslab site.
+    assert [t.target for t in registry.targets().values() if t.module] == ["aws", "site"]
+
+
+def test_a_target_that_provisions_nothing_must_require_its_nodes(tmp_path: Path) -> None:
+    # pfslab.labs and the run's watchdog (pfslab.site_health) read such a lab's nodes from
+    # its section's `nodes`, by the provisions flag: a target without them is refused.
+    folder = tmp_path / "site"
+    shutil.copytree(KIT / "targets" / "site", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    assert registry.targets(tmp_path)["site"].provisions is False
+    doc = json.loads((folder / "target.json").read_text())
+    doc["settings"]["site_target"]["required"].remove("nodes")
+    (folder / "target.json").write_text(json.dumps(doc))
+    registry.targets.cache_clear()
+    with pytest.raises(registry.RegistryError) as err:
+        registry.targets(tmp_path)
+    assert str(err.value) == (f"{folder}/target.json: settings.site_target: requires no 'nodes'; a target that provisions "
+                              "nothing must (its nodes, a count or names, that lab-up checks and the run's watchdog asks "
+                              "the scheduler about)")

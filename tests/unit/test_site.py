@@ -1,6 +1,8 @@
 """The site target (storage that is already there): its lab section, and lab-up's checks
-judged from fabricated probe outputs (pfslab/site.py), the scratch marker, the command
-that reaches the nodes."""
+judged from fabricated probe outputs (targets/site/checks.py), the scratch marker, the
+command that reaches the nodes; and `pfslab site`, the commands that module gives its
+target. The module is loaded as the kit loads it, through the registry (target.json's
+python)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from pfslab import instance, labexport, labs, layout, registry, site
+from pfslab import cli, instance, labexport, labs, layout, registry, site_health
 
+#: targets/site/checks.py as the registry imports it (its classes are read at run time).
+site: Any = registry.target_module(registry.targets()["site"])
 KIT = Path(__file__).resolve().parents[2]
 MOUNT = "/mnt/pfslab/local-0123abcd"
 
@@ -48,7 +52,7 @@ def resolved(change: dict[str, Any] | None = None, mount: str = MOUNT) -> dict[s
 
 def probe_lines(node: str, *, mount: bool = True, free_kb: int = 50_000_000, tools: tuple[str, ...] = ("ior", "mdtest"),
                 writable: bool = True) -> str:
-    """What one node's probe prints (pfslab.site.probe_script), as a tab-separated text."""
+    """What one node's probe prints (targets/site/checks.py probe_script), as a tab-separated text."""
     rows = [["mount", MOUNT, "fuse.ceph-fuse"] if mount else ["mount-missing", "no such directory"]]
     rows.append(["writable", MOUNT] if writable else ["not-writable", MOUNT, "Permission denied"])
     rows.append(["free-kb", str(free_kb)])
@@ -278,3 +282,62 @@ def test_another_instances_scratch_is_neither_taken_nor_removed(tmp_path: Path) 
         site.claim_scratch(other)
     assert "nothing removed" in site.release_scratch(other)
     assert (tmp_path / "pfslab-site" / "f").exists()
+
+
+# ---- pfslab site -----------------------------------------------------------------------------------
+
+def test_the_registry_loads_the_checks_from_the_targets_folder() -> None:
+    target = registry.targets()["site"]
+    assert target.module == registry.TARGETS_DIR / "site" / "checks.py"
+    assert registry.target_module(target) is site and site.__file__ == str(target.module)
+    # The nodes are read where the run's watchdog reads them: one fact in one place.
+    assert site.node_names is site_health.node_names and site.node_count is site_health.node_count
+
+
+def test_pfslab_site_is_the_modules_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    args = cli.build_parser(["site"]).parse_args(["site", "up", "lab.json", "build/x"])
+    assert (args.command, args.site_command, args.resolved, args.state, args.handler) == \
+        ("site", "up", "lab.json", "build/x", site.run)
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser(["site"]).parse_args(["site", "up", "lab.json"])
+    assert exit_.value.code == 2 and "state" in capsys.readouterr().err
+
+
+def write_resolved(tmp_path: Path, lab: dict[str, Any]) -> Path:
+    path = tmp_path / "lab.json"
+    path.write_text(json.dumps(lab))
+    return path
+
+
+def test_pfslab_site_check_prints_each_problem_and_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_resolved(tmp_path, resolved())
+    monkeypatch.setattr(site, "check", lambda _lab: (site.parse(probe_lines("cli0") + probe_lines("cli1", mount=False)), ""))
+    assert cli.main(["site", "check", str(path)]) == 1
+    assert capsys.readouterr().out == f"node cli1: mount {MOUNT} is missing: no such directory\n"
+    monkeypatch.setattr(site, "check", lambda _lab: (site.parse(probe_lines("cli0") + probe_lines("cli1")), ""))
+    assert cli.main(["site", "check", str(path)]) == 0
+    assert capsys.readouterr().out == "lab site-local: every check passed on cli0, cli1\n"
+
+
+def test_pfslab_site_up_refusal_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # What the adapter (targets/site/adapter.sh) strips "pfslab site: " from.
+    path = write_resolved(tmp_path, resolved({"targets.site.submit": "login1"}))
+    assert cli.main(["site", "up", str(path), str(tmp_path / "state")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pfslab site: targets.site.submit: 'login1' is not allowed; allowed: local") and err.count("\n") == 1
+
+
+def test_pfslab_site_down_says_what_it_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    lab = resolved(mount=str(mount))
+    site.claim_scratch(lab)
+    assert cli.main(["site", "down", str(write_resolved(tmp_path, lab))]) == 0
+    assert capsys.readouterr().out == f"scratch {mount}/pfslab-site: removed (the kit made it)\n"
+    assert list(mount.iterdir()) == []
+
+
+def test_pfslab_site_health_with_scheduler_none_asks_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_resolved(tmp_path, resolved({"scheduler": {"type": "none"}, "targets.site.nodes": 1}))
+    assert cli.main(["site", "health", str(path)]) == 0 and capsys.readouterr().out == ""

@@ -11,10 +11,17 @@ removes a scratch directory only when that marker names this lab instance.
 
 The probe's lines are ``pfslab-site<TAB>node<TAB>key<TAB>value...``; parsing and judging
 are pure functions of that text, so they are tested with fabricated outputs.
+
+These are the commands ``pfslab site up|check|down|health`` that the adapter
+(``targets/site/adapter.sh``) runs: target.json names this file (``"python":
+"checks.py"``), ``pfslab.registry.target_module`` imports it from here and ``pfslab``
+gives it its subcommand. ``health`` is the scheduler's judgement the run's watchdog
+also reads (:mod:`pfslab.site_health`, shared by every target that provisions nothing).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import shutil
@@ -24,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfslab import provenance, rfm_paths
-from pfslab.tools import executable
+from pfslab import provenance, rfm_paths, site_health
 from pfslab.errors import KitError
+# The nodes a lab whose storage is the site's names, as the run's watchdog reads them too.
+from pfslab.site_health import node_count, node_names, scheduler, settings
+from pfslab.tools import executable
 
 #: The file that proves a scratch directory is the kit's (JSON: lab, instance, created).
 MARKER = ".pfslab-scratch"
@@ -52,29 +61,8 @@ class NodeReport:
     env_why: str = ""
 
 
-def settings(lab: dict[str, Any]) -> dict[str, Any]:
-    """The lab's ``targets.<its target>`` section (defaults filled by the resolver)."""
-    section: dict[str, Any] = lab.get("targets", {}).get(lab["target"], {})
-    return section
-
-
 def scratch_dir(lab: dict[str, Any]) -> str:
     return f"{lab['filesystem']['mount']}/{lab['benchmark']['scratch']}"
-
-
-def node_names(lab: dict[str, Any]) -> list[str] | None:
-    """The nodes the lab names, or None when it gives a count only."""
-    given = settings(lab)["nodes"]
-    return list(given) if isinstance(given, list) else None
-
-
-def node_count(lab: dict[str, Any]) -> int:
-    given = settings(lab)["nodes"]
-    return given if isinstance(given, int) else len(given)
-
-
-def scheduler(lab: dict[str, Any]) -> str:
-    return str((lab.get("scheduler") or {}).get("type", "none"))
 
 
 def executables(lab: dict[str, Any]) -> list[str]:
@@ -356,3 +344,39 @@ def up(lab: dict[str, Any], state: Path) -> str:
     tools = sorted({f"{t} {i['version'] or '(version in its output)'}" for r in reports.values() for t, i in r.tools.items()})
     return (f"lab {lab['name']}: {len(reports)} node(s) ({', '.join(reports)}) see {lab['filesystem']['mount']}, "
             f"scratch {scratch_dir(lab)} writable, tools: {', '.join(tools) or 'none needed'}")
+
+
+# ---- pfslab site ----------------------------------------------------------------------
+
+HELP = "a site lab's checks (target site): run as the invoking user, install nothing"
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="site_command", required=True, metavar="ACTION")
+    up_ = actions.add_parser("up", help="check every node through the scheduler, claim the scratch, write the inventory")
+    up_.add_argument("resolved", help="the resolved lab (pfslab lab show LAB --instance)")
+    up_.add_argument("state", help="the lab's state directory (build/<lab>)")
+    actions.add_parser("check", help="run the checks again; print what fails (exit 1)").add_argument("resolved")
+    actions.add_parser("down", help="remove the kit's scratch directory (only with this lab instance's marker)"
+                       ).add_argument("resolved")
+    actions.add_parser("health", help="ask the scheduler whether the lab's nodes can run its jobs; print each "
+                       "node that cannot (exit 1), for the run's watchdog").add_argument("resolved")
+
+
+def run(args: argparse.Namespace) -> int:
+    lab = json.loads(Path(args.resolved).read_text())
+    if args.site_command == "up":
+        print(up(lab, Path(args.state)))
+    elif args.site_command == "down":
+        print(release_scratch(lab))
+    elif args.site_command == "health":
+        found = site_health.problems(lab)
+        if found:
+            print("\n".join(found))
+        return 1 if found else 0
+    else:
+        reports, _ = check(lab)
+        found = problems(lab, reports)
+        print("\n".join(found) if found else f"lab {lab['name']}: every check passed on {', '.join(reports)}")
+        return 1 if found else 0
+    return 0
