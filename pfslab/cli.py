@@ -542,9 +542,9 @@ def _add_lifecycle(sub: Subparsers) -> None:
     p = sub.add_parser("preflight", help="check a running remote lab's nodes, fabric and MPI (scripts/preflight)")
     p.add_argument("args", nargs="*", metavar="LAB", help="the lab (default: the active one)")
     p.set_defaults(handler=_cmd_lifecycle)
-    p = sub.add_parser("health", help="a local lab's health: wait until it is healthy, or its status table "
-                       "(scripts/lab up and status)")
-    p.add_argument("args", nargs=argparse.REMAINDER, metavar="wait LAB SECONDS [--quiet] | status LAB")
+    p = sub.add_parser("health", help="a local lab's health: repair it and wait until it is "
+                       "healthy, or its status table and mounts (scripts/lab up and status)")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="converge LAB SECONDS | status LAB")
     p.set_defaults(handler=_cmd_lifecycle)
     p = sub.add_parser("watchdog", help="watch a lab's health during a run (scripts/watchdog)")
     p.add_argument("args", nargs="*", metavar="LAB RUN_DIR WATCHED_PID [INTERVAL_S]")

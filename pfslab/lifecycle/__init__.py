@@ -1,5 +1,5 @@
-"""The lab's life on the kit's machine: health (preflight, the run's watchdog), the bench launch, with
-more to come (up, down, status, repair). Shell scripts under scripts/ call it through
+"""The lab's life on the kit's machine: health (preflight, the run's watchdog, lab-status), a local
+lab-up's repair, lab-down's sweep, the bench launch, with more to come (up). Shell scripts under scripts/ call it through
 ``python -m pfslab`` and stay thin."""
 
 from __future__ import annotations

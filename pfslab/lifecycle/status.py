@@ -1,24 +1,24 @@
-"""A local lab's health for scripts/lab: lab-up's wait until it is healthy, and the
-table of lab-status, both judged by :mod:`pfslab.lifecycle.health` through the lab's
-transport."""
+"""A local lab's health for scripts/lab: lab-up's wait until it is healthy (inside its
+repair, :mod:`pfslab.lifecycle.repair`), and the table and mounts of lab-status, judged by
+:mod:`pfslab.lifecycle.health` through the lab's transport."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pfslab import KIT_ROOT
 from pfslab.lifecycle import Refusal, build_dir, check_lab_name, health
-from pfslab.transport import Transport, for_lab
+from pfslab.transport import Result, Transport, bounded, for_lab
 
 #: Seconds one role's health check may take before it counts as not answering.
 CALL_TIMEOUT_S = 120
 
 
-def _lab(lab: str) -> tuple[dict[str, Any], Transport]:
+def lab_of(lab: str) -> tuple[dict[str, Any], Transport]:
     check_lab_name(lab)
     path = build_dir() / lab / "inventory.json"
     if not path.is_file():
@@ -27,27 +27,30 @@ def _lab(lab: str) -> tuple[dict[str, Any], Transport]:
     return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), "/opt/pfslab", "/etc/pfslab/node.json")
 
 
-def wait(lab: str, seconds: int, quiet: bool) -> int:
+def wait_ready(lab: str, inventory: dict[str, Any], transport: Transport, seconds: int, quiet: bool,
+               sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.monotonic) -> tuple[int, Result]:
     """Until the file system is healthy and every client mounted: 0; after ``seconds``,
-    1 when ``quiet`` (the caller repairs), else the cluster's answer and a refusal."""
-    inventory, transport = _lab(lab)
-    start = time.monotonic()
+    1 when ``quiet`` (the caller repairs), else the cluster's answer and a refusal. With
+    the cluster check's last answer."""
+    start = clock()
     while True:
         ok, cluster = health.ready(inventory, transport, CALL_TIMEOUT_S)
         if ok:
-            return 0
-        if time.monotonic() - start >= seconds:
+            return 0, cluster
+        if clock() - start >= seconds:
             if quiet:
-                return 1
+                return 1, cluster
             sys.stderr.write(cluster.output)
             raise Refusal(f"lab {lab} is not healthy after {seconds}s; 'make lab-status' shows what is wrong")
-        time.sleep(1)
+        sleep(1)
 
 
 def status(lab: str, show: bool = True) -> int:
-    """Every role's health, one line each, then the file system's own view; 1 if any fails.
-    ``show=False`` judges the same without printing (make bench's check before a run)."""
-    inventory, transport = _lab(lab)
+    """Every role's health, one line each, the file system's own view, then the lab's
+    mounts; 1 if any check fails. ``show=False`` judges the same without printing (make
+    bench's check before a run)."""
+    inventory, transport = lab_of(lab)
     addresses = {n["name"]: n.get("address", "") for n in inventory.get("nodes", [])}
     if show:
         print(f"lab {lab} ({inventory.get('title', '')}), target {inventory['target']}")
@@ -65,13 +68,29 @@ def status(lab: str, show: bool = True) -> int:
         if show:
             print(cluster.output, end="", flush=True)
         rc |= not cluster.ok
+    if show:
+        print(f"mounts (each client's own, seen by benchmark ranks at {inventory['filesystem']['mount']}):")
+        for line in lab_mounts(lab):
+            print(f"  {line}")
     return rc
 
 
+def lab_mounts(lab: str) -> list[str]:
+    """findmnt's "TARGET SOURCE FSTYPE" lines of the mounts under the lab's files
+    (build/<lab>/lab/: its clients' mounts, its servers' devices)."""
+    listed = bounded(["findmnt", "-rn", "-o", "TARGET,SOURCE,FSTYPE"], CALL_TIMEOUT_S)
+    under = f"{build_dir() / lab}/lab/"
+    return [line for line in listed.output.splitlines() if line.startswith(under)]
+
+
 def main(args: Sequence[str]) -> int:
-    """``pfslab health wait LAB SECONDS [--quiet]`` or ``pfslab health status LAB``."""
-    if len(args) >= 3 and args[0] == "wait" and args[2].isdigit() and args[3:] in ([], ["--quiet"]):
-        return wait(args[1], int(args[2]), quiet=bool(args[3:]))
+    """``pfslab health converge LAB SECONDS`` (lab-up's repair and wait) or
+    ``pfslab health status LAB``."""
+    if len(args) == 3 and args[0] == "converge" and args[2].isdigit():
+        from pfslab.lifecycle import repair
+
+        return repair.main(args[1], int(args[2]))
     if len(args) == 2 and args[0] == "status":
         return status(args[1])
-    raise Refusal("usage: pfslab health wait LAB SECONDS [--quiet] | pfslab health status LAB")
+    raise Refusal(f"'{' '.join(args)}' is not a health command: pfslab health converge LAB SECONDS | "
+                  "pfslab health status LAB")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from pfslab import labs, layout
 from pfslab.lifecycle import health
 from pfslab.lifecycle.health import Problem, RoleAnswer, RoleOnNode
 from pfslab.transport import TIMED_OUT, Result
@@ -168,3 +170,30 @@ def test_not_ready_while_the_cluster_warns_or_a_client_is_not_mounted() -> None:
     assert health.ready(CEPH, Answers({("mon0", "ceph health cluster"): warn}), 5) == (False, warn)
     unmounted = Answers({("cli1", "ceph health client"): Result(1, "not mounted")})
     assert health.ready(CEPH, unmounted, 5)[0] is False
+
+
+def _lab_inventory(name: str, with_phases: bool = True) -> dict[str, Any]:
+    """The inventory's roles as the local root writes them: the lab plan's phases and nodes."""
+    derived = layout.resolved(labs.load(name))[layout.KEY]
+    return {"nodes": derived["nodes"], **({"phases": derived["phases"]} if with_phases else {})}
+
+
+def _start_order(inventory: dict[str, Any]) -> list[str]:
+    roles = [r.role for r in health.role_table(inventory)]
+    return [r for i, r in enumerate(roles) if i == 0 or roles[i - 1] != r]
+
+
+def test_beegfs_roles_start_management_first_then_metadata_storage_the_monitor_the_clients() -> None:
+    inv = _lab_inventory("beegfs-medium")
+    assert _start_order(inv) == ["beegfs-mgmt", "beegfs-meta", "beegfs-storage", "beegfs-mon", "beegfs-client"]
+    assert health.role_table(inv)[0] == RoleOnNode("mgmt0", "beegfs-mgmt")
+
+
+def test_ceph_roles_start_mon_mgr_osd_mds_client_whatever_the_node_order() -> None:
+    assert _start_order(_lab_inventory("local")) == ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-client"]
+
+
+def test_an_inventory_written_before_it_had_phases_still_lists_every_role() -> None:
+    old = health.role_table(_lab_inventory("local", with_phases=False))
+    assert RoleOnNode("osd2", "ceph-osd") in old
+    assert sorted(old, key=str) == sorted(health.role_table(_lab_inventory("local")), key=str)
