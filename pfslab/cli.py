@@ -528,9 +528,9 @@ def _cmd_lifecycle(args: argparse.Namespace) -> int:
 
             return preflight(args.args)
         if args.command == "health":
-            from pfslab.lifecycle import status
+            from pfslab.lifecycle import health_command
 
-            return status.main(args.args)
+            return health_command.main(args.args)
         from pfslab.lifecycle.watchdog import watchdog
 
         return watchdog(args.args)

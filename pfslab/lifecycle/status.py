@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from pfslab import KIT_ROOT
@@ -81,16 +81,3 @@ def lab_mounts(lab: str) -> list[str]:
     listed = bounded(["findmnt", "-rn", "-o", "TARGET,SOURCE,FSTYPE"], CALL_TIMEOUT_S)
     under = f"{build_dir() / lab}/lab/"
     return [line for line in listed.output.splitlines() if line.startswith(under)]
-
-
-def main(args: Sequence[str]) -> int:
-    """``pfslab health converge LAB SECONDS`` (lab-up's repair and wait) or
-    ``pfslab health status LAB``."""
-    if len(args) == 3 and args[0] == "converge" and args[2].isdigit():
-        from pfslab.lifecycle import repair
-
-        return repair.main(args[1], int(args[2]))
-    if len(args) == 2 and args[0] == "status":
-        return status(args[1])
-    raise Refusal(f"'{' '.join(args)}' is not a health command: pfslab health converge LAB SECONDS | "
-                  "pfslab health status LAB")

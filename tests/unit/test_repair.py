@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pfslab.lifecycle import Refusal, repair, status
+from pfslab.lifecycle import Refusal, health_command, repair, status
 from pfslab.transport import Result
 
 
@@ -175,4 +175,4 @@ def test_status_lists_only_the_labs_mounts_under_the_header(
 
 def test_a_health_command_that_is_not_one_is_named(tmp_path: Path) -> None:
     with pytest.raises(Refusal, match=r"^'wait lab1 5' is not a health command: pfslab health converge LAB SECONDS"):
-        status.main(["wait", "lab1", "5"])
+        health_command.main(["wait", "lab1", "5"])
