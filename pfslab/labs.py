@@ -186,7 +186,8 @@ def _semantic_errors(data: dict[str, Any], stem: str) -> list[str]:
     for role in foreign:
         errors.append(f"node_groups: role {role} does not belong to a {fs_type} lab")
     ceph = data.get("filesystem", {}).get("ceph")
-    if fs_type == "cephfs" and ceph and ceph.get("failure_domain", "host") == "osd":
+    # filesystem.ceph is a CephFS lab's section (its family's settings schema).
+    if ceph and ceph.get("failure_domain", "host") == "osd":
         osds = layout.osd_count(data)
         if osds < ceph["pool_size"]:
             errors.append(

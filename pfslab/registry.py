@@ -75,6 +75,12 @@ class Family:
     installed_version: str | None = None
     #: How a client tells the file system's version (run provenance), or None.
     version_command: tuple[str, ...] | None = None
+    #: Spack variants the family's toolchain profile requires of a tool (family.json's
+    #: toolchain.require, e.g. ior: +beegfs): what its IOR is built with.
+    tool_variants: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def variants_of(self, tool: str) -> tuple[str, ...]:
+        return dict(self.tool_variants).get(tool, ())
 
     def role_names(self) -> list[str]:
         return [r.name for r in self.roles]
@@ -285,8 +291,10 @@ def _load(path: Path) -> Family:
         for r in doc["roles"]
     )
     command = doc.get("version_command")
+    required = (doc.get("toolchain") or {}).get("require") or {}
     return Family(fs, fam, doc["title"], roles, doc["settings"], doc.get("installed_version"),
-                  tuple(command) if command else None)
+                  tuple(command) if command else None,
+                  tuple((tool, tuple(variants)) for tool, variants in sorted(required.items())))
 
 
 @lru_cache(maxsize=4)

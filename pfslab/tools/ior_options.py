@@ -80,9 +80,16 @@ def load(version: str, features: frozenset[str] = frozenset()) -> Ior:
 
 
 def features_of(lab: dict[str, Any]) -> frozenset[str]:
-    """Build features of the lab's IOR: the BeeGFS toolchain profile (a BeeGFS lab's
-    clients) builds ior +beegfs; no profile builds Lustre, GPFS or GPU support."""
-    return frozenset({"beegfs"}) if lab.get("filesystem", {}).get("type") == "beegfs" else frozenset()
+    """Build features of the lab's IOR: the `+<feature>` variants its family's toolchain
+    profile requires of ior (families/<fs>/family.json: BeeGFS's builds ior +beegfs); no
+    profile builds Lustre, GPFS or GPU support."""
+    from pfslab import registry
+
+    fs_type = lab.get("filesystem", {}).get("type")
+    family = registry.families().get(fs_type) if fs_type else None
+    if family is None:
+        return frozenset()
+    return frozenset(v[1:] for v in family.variants_of("ior") if v.startswith("+"))
 
 
 def for_lab(lab: dict[str, Any]) -> Ior:

@@ -267,3 +267,8 @@ def test_a_runs_provenance_records_the_view_and_the_version_departures(
     whats = {d["what"].split(" (")[0] for d in data["deviations"]}
     assert {"ior arguments of ior-n1", "openmpi version", "iozone version"} <= whats
     assert json.loads((tmp_path / "provenance.json").read_text())["toolchain"] == data["toolchain"]
+
+
+@pytest.mark.parametrize(("fs_type", "features"), [("beegfs", BEEGFS), ("cephfs", frozenset()), ("nfs", frozenset())])
+def test_a_labs_ior_features_are_its_familys_toolchain_variants(fs_type: str, features: frozenset[str]) -> None:
+    assert ior_options.features_of({"filesystem": {"type": fs_type}}) == features

@@ -94,6 +94,13 @@ def test_provenance_asks_the_toy_family_its_version(toy_kit: Path) -> None:
     assert asked.stdout.strip() == "['toy-version']"
 
 
+def test_the_toy_familys_ior_is_built_with_the_variant_its_profile_requires(toy_kit: Path) -> None:
+    python = str(KIT / ".venv" / "bin" / "python")
+    asked = run(toy_kit, python, "-c", "from pfslab.tools import ior_options; "
+                "print(sorted(ior_options.features_of({'filesystem': {'type': 'toy'}})))")
+    assert asked.stdout.strip() == "['toy']"
+
+
 def test_a_dry_run_of_the_toy_lab_writes_its_job_scripts(toy_kit: Path) -> None:
     dry = run(toy_kit, "scripts/dry-run", "toy-example")
     jobs = sorted((toy_kit / "build" / "runs" / "toy-example").glob("*-dry/stage/**/rfm_job.sh"))
