@@ -98,3 +98,28 @@ def test_every_python_file_of_the_package_is_scanned() -> None:
 def test_no_code_outside_the_adapters_compares_a_target_name() -> None:
     found = comparisons()
     assert found == [], "a target's name is compared (use a flag of targets/<t>/target.json or its folder):\n" + "\n".join(found)
+
+
+def family_names() -> list[str]:
+    """Each family's file-system type and family name (families/<fs>/family.json)."""
+    docs = [json.loads(p.read_text()) for p in (KIT / "families").glob("*/family.json")]
+    return sorted({d["filesystem"] for d in docs} | {d["family"] for d in docs})
+
+
+def test_no_code_outside_the_family_folders_compares_a_family_name() -> None:
+    # What differs between file systems is data of families/<fs>/family.json or its role
+    # script (not scanned: scripts/roles/<family> are links into families/ on nodes).
+    names = family_names()
+    patterns = comparison_patterns(names)
+    found = []
+    for path in scanned_files(names):
+        if "roles" in path.relative_to(KIT).parts:
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        found += [f"{path.relative_to(KIT)}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), start=1)
+                  if not line.lstrip().startswith("#") and any(p.search(line) for p in patterns)]
+    assert "beegfs" in names and "ceph" in names
+    assert found == [], "a family's name is compared (use families/<fs>/family.json):\n" + "\n".join(found)
