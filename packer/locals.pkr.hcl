@@ -21,12 +21,8 @@ locals {
       "family '${var.family}' is not one of ${join(", ", sort(keys(local.families)))} (families/*/family.json)"
   ))
 
-  # The lab-plan target a builder's images serve (the node config's `target`).
-  target = {
-    "amazon-ebs" = "aws"
-    "azure-arm"  = "azure"
-    "qemu"       = "baremetal"
-  }
+  # The lab-plan target a builder's images serve (the node config's `target`),
+  # local.target, is the folder of its image.pkr.hcl: scripts/images writes it.
 
   # Per builder, whether this image gets the toolchain: client images only, and on
   # qemu only when asked (it needs the internet and hours).
