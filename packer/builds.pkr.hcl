@@ -56,7 +56,7 @@ build {
     environment_vars = [
       "PFSLAB_FAMILY=${var.family}",
       "PFSLAB_COMPONENTS=${join(" ", local.components)}",
-      "PFSLAB_FABRIC=${var.fabric[source.type]}",
+      "PFSLAB_FABRIC=${local.fabric[source.type]}",
       "PFSLAB_TARGET=${local.target[source.type]}",
       "PFSLAB_FS_SETTINGS=${jsonencode(local.filesystem_settings)}",
     ]

@@ -58,13 +58,9 @@ variable "filesystem_settings" {
 }
 
 variable "fabric" {
-  description = "Fabric packages per builder (common role, `install fabric`): efa, infiniband, roce, omnipath, ethernet, or none to rely on what the base image brings (the Azure HPC image has its InfiniBand stack)."
+  description = "Fabric packages per builder type (common role, `install fabric`), over the one its target's image.pkr.hcl names (amazon-ebs efa, azure-arm none: the Azure HPC image has its InfiniBand stack, qemu ethernet): efa, infiniband, roce, omnipath, ethernet, or none to rely on what the base image brings."
   type        = map(string)
-  default = {
-    "amazon-ebs" = "efa"
-    "azure-arm"  = "none"
-    "qemu"       = "ethernet"
-  }
+  default     = {}
   validation {
     condition     = length([for f in values(var.fabric) : f if contains(["efa", "infiniband", "ipoib", "roce", "omnipath", "ethernet", "none"], f)]) == length(var.fabric)
     error_message = "Each fabric must be one of efa, infiniband, ipoib, roce, omnipath, ethernet, none."
@@ -72,7 +68,7 @@ variable "fabric" {
 }
 
 variable "toolchain" {
-  description = "The benchmark toolchain of client images: auto = the Spack toolchain (scripts/toolchain: IOR, mdtest, fio, ...) on amazon-ebs and azure-arm, none on qemu (it needs the internet and hours); on = Spack everywhere; distro = the distribution's fio, IOzone, Open MPI and the kit's Python environment (scripts/deps login; minutes, no IOR/mdtest); off."
+  description = "The benchmark toolchain of client images: auto = the Spack toolchain (scripts/toolchain: IOR, mdtest, fio, ...) where the target's image.pkr.hcl says toolchain_auto (amazon-ebs, azure-arm), none elsewhere (qemu: it needs the internet and hours); on = Spack everywhere; distro = the distribution's fio, IOzone, Open MPI and the kit's Python environment (scripts/deps login; minutes, no IOR/mdtest); off."
   type        = string
   default     = "auto"
   validation {

@@ -15,8 +15,9 @@ KIT_PATHS=(scripts families labs registry targets pfslab reframe spack pyproject
 # packer/*.pkr.hcl but plugins.pkr.hcl (Debian's Packer 1.6.6 rejects its
 # required_plugins block) and every targets/<target>/image.pkr.hcl as
 # target-<target>.pkr.hcl, linked; builds.pkr.hcl with its `sources = []` filled with
-# those files' sources, and local.target (builder type -> the folder it is in: the node
-# config's target) in targets.pkr.hcl. A target with an image is its one file.
+# those files' sources, and in targets.pkr.hcl local.target (builder type -> the folder
+# it is in: the node config's target) and local.image (builder type -> that file's
+# local.target_<target>: fabric, toolchain_auto). A target with an image is its one file.
 packer_templates() {
   local dir=$1 f target line type name sources=() targets=() seen=" "
   mkdir -p "$dir"
@@ -37,8 +38,11 @@ packer_templates() {
     [[ $seen != *" $type "* ]] ||
       die "targets/$target/image.pkr.hcl: builder $type is already another target's (local.target is keyed by builder type)"
     seen+="$type "
+    grep -q "^  target_$target = {" "$f" ||
+      die "targets/$target/image.pkr.hcl has no 'locals { target_$target = { fabric = ..., toolchain_auto = ... } }' (what the shared build steps take from it)"
     sources+=("\"source.$type.$name\"")
     targets+=("    \"$type\" = \"$target\"")
+    images+=("    \"$type\" = local.target_$target")
     ln -sf "$f" "$dir/target-$target.pkr.hcl"
   done
   ((${#sources[@]})) || die "no targets/*/image.pkr.hcl: no image source to build"
@@ -47,8 +51,8 @@ packer_templates() {
   local list
   list=$(IFS=,; echo "${sources[*]}")
   sed "s|^  sources = \[\]\$|  sources = [${list//,/, }]|" "$PFSLAB_ROOT/packer/builds.pkr.hcl" >"$dir/builds.pkr.hcl"
-  printf '# Written by scripts/images (packer_templates): the folder of each source.\nlocals {\n  target = {\n%s\n  }\n}\n' \
-    "$(printf '%s\n' "${targets[@]}")" >"$dir/targets.pkr.hcl"
+  printf '# Written by scripts/images (packer_templates): per builder type, the folder of\n# its image.pkr.hcl and the facts that file gives the shared steps.\nlocals {\n  target = {\n%s\n  }\n  image = {\n%s\n  }\n}\n' \
+    "$(printf '%s\n' "${targets[@]}")" "$(printf '%s\n' "${images[@]}")" >"$dir/targets.pkr.hcl"
 }
 
 # ---- the kit's files and their digest ------------------------------------------------

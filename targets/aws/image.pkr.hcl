@@ -33,6 +33,16 @@ source "amazon-ebs" "debian" {
   run_tags = merge(local.base_tags, { "Name" = "pfslab-image-builder" })
 }
 
+# What the shared build steps take from this target (local.image.<builder> in the
+# assembled templates): its fabric packages (EFA (efa.sh installs AWS's driver first)) and whether
+# toolchain=auto gives its client images the Spack toolchain (on client images (toolchain=auto)).
+locals {
+  target_aws = {
+    fabric         = "efa"
+    toolchain_auto = true
+  }
+}
+
 variable "aws_region" {
   description = "AWS region the AMIs are built and registered in."
   type        = string

@@ -23,6 +23,16 @@ source "azure-arm" "hpc" {
   managed_image_resource_group_name = var.azure_resource_group
 }
 
+# What the shared build steps take from this target (local.image.<builder> in the
+# assembled templates): its fabric packages (none: the HPC image brings its InfiniBand stack) and whether
+# toolchain=auto gives its client images the Spack toolchain (on client images (toolchain=auto)).
+locals {
+  target_azure = {
+    fabric         = "none"
+    toolchain_auto = true
+  }
+}
+
 variable "azure_subscription_id" {
   description = "Azure subscription; default $ARM_SUBSCRIPTION_ID."
   type        = string

@@ -42,6 +42,16 @@ source "qemu" "debian" {
   disk_compression = true
 }
 
+# What the shared build steps take from this target (local.image.<builder> in the
+# assembled templates): its fabric packages (ethernet) and whether
+# toolchain=auto gives its client images the Spack toolchain (only when asked (toolchain=on or distro: it needs the internet and hours)).
+locals {
+  target_baremetal = {
+    fabric         = "ethernet"
+    toolchain_auto = false
+  }
+}
+
 variable "qemu_base_image" {
   description = "The Debian base (qcow2) scripts/images builds with mmdebstrap: build/images/base-<digest>.qcow2."
   type        = string
