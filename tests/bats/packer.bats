@@ -51,9 +51,21 @@ packer_offline() {
     PACKER_CACHE_DIR="$BATS_TEST_TMPDIR/packer_cache" packer "$@"
 }
 
+# The sources of the build "image", as packer inspect lists them: validate passes an
+# empty build (or an -only naming no source) without checking anything.
+assert_build_sources() {
+  packer_offline inspect "${VARS[@]}" -var role=server "$(templates)"
+  assert_success
+  run sed -n '/^  > image:/,/^    provisioners:/{s/^      \([a-z].*\)$/\1/p}' <<<"$output"
+  assert_output "amazon-ebs.debian
+azure-arm.hpc
+qemu.debian"
+}
+
 @test "packer validate: the build on every builder, for each role (server, client x amazon-ebs, azure-arm, qemu)" {
   need_packer
   dummy_vars
+  assert_build_sources
   local role
   for role in server client; do
     packer_offline validate "${VARS[@]}" -var "role=$role" "$(templates)"
@@ -64,6 +76,7 @@ packer_offline() {
 @test "packer validate: each builder alone, without cloud credentials" {
   need_packer
   dummy_vars
+  assert_build_sources
   local only role
   for role in server client; do
     for only in image.amazon-ebs.debian image.azure-arm.hpc image.qemu.debian; do
