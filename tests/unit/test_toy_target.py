@@ -157,7 +157,9 @@ def packer_templates(kit: Path, out: Path) -> list[str]:
     assert made.returncode == 0, made.stderr
     listed = [line for line in (out / "builds.pkr.hcl").read_text().splitlines() if line.startswith("  sources = [")]
     assert len(listed) == 1, listed
-    return json.loads(listed[0].split("=", 1)[1])
+    sources = json.loads(listed[0].split("=", 1)[1])
+    assert isinstance(sources, list) and all(isinstance(s, str) for s in sources), sources
+    return [str(s) for s in sources]
 
 
 SHIPPED_SOURCES = ["source.amazon-ebs.debian", "source.azure-arm.hpc", "source.qemu.debian"]
