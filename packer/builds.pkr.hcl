@@ -3,22 +3,15 @@
 # /opt/pfslab, cloud-init and jq, the common role's tuning (and fabric) packages and
 # /etc/pfslab/image.json; the server image the family's server components, the client
 # image its client and the Spack toolchain. Provisioning scripts: packer/scripts/*.sh
-# (run as root on the image).
+# (run as root on the image). The steps only one source runs name it in `only`.
 
 build {
   name = "image"
 
-  source "source.amazon-ebs.debian" {
-    ami_name = "pfslab-${var.role}-${var.family}-${local.digest_short}-${local.stamp}"
-    tags     = merge(local.base_tags, { "Name" = "pfslab-${var.role}-${var.family}-${local.digest_short}", "pfslab-role" = var.role })
-  }
-  source "source.azure-arm.hpc" {
-    managed_image_name = "pfslab-${var.role}"
-    azure_tags         = merge(local.base_tags, { "pfslab-role" = var.role })
-  }
-  source "source.qemu.debian" {
-    vm_name = "pfslab-${var.role}-${var.family}-${local.digest_short}.qcow2"
-  }
+  # Every source of targets/*/image.pkr.hcl (each sets its own image name and tags):
+  # scripts/images writes the list when it assembles the templates
+  # (packer_templates in scripts/lib/images.sh); a target with an image adds no line here.
+  sources = []
 
   provisioner "shell" {
     execute_command = local.sudo_execute
@@ -63,7 +56,7 @@ build {
     environment_vars = [
       "PFSLAB_FAMILY=${var.family}",
       "PFSLAB_COMPONENTS=${join(" ", local.components)}",
-      "PFSLAB_FABRIC=${var.fabric[source.type]}",
+      "PFSLAB_FABRIC=${local.fabric[source.type]}",
       "PFSLAB_TARGET=${local.target[source.type]}",
       "PFSLAB_FS_SETTINGS=${jsonencode(local.filesystem_settings)}",
     ]

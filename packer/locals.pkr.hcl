@@ -21,20 +21,18 @@ locals {
       "family '${var.family}' is not one of ${join(", ", sort(keys(local.families)))} (families/*/family.json)"
   ))
 
-  # The lab-plan target a builder's images serve (the node config's `target`).
-  target = {
-    "amazon-ebs" = "aws"
-    "azure-arm"  = "azure"
-    "qemu"       = "baremetal"
-  }
+  # The lab-plan target a builder's images serve (the node config's `target`),
+  # local.target, is the folder of its image.pkr.hcl: scripts/images writes it.
 
-  # Per builder, whether this image gets the toolchain: client images only, and on
-  # qemu only when asked (it needs the internet and hours).
+  # Per builder, whether this image gets the toolchain: client images only; with
+  # toolchain=auto only where the target says toolchain_auto (not qemu: it needs the
+  # internet and hours). local.image (builder -> its target's facts) is written by
+  # scripts/images from the targets' image.pkr.hcl.
   toolchain = {
-    "amazon-ebs" = var.role == "client" && var.toolchain != "off"
-    "azure-arm"  = var.role == "client" && var.toolchain != "off"
-    "qemu"       = var.role == "client" && contains(["on", "distro"], var.toolchain)
+    for builder, facts in local.image : builder => var.role == "client" && (contains(["on", "distro"], var.toolchain) || (var.toolchain == "auto" && facts.toolchain_auto))
   }
+  # The fabric packages per builder: the target's, unless var.fabric overrides it.
+  fabric = merge({ for builder, facts in local.image : builder => facts.fabric }, var.fabric)
   # What packer/scripts/toolchain.sh runs (PFSLAB_TOOLCHAIN): on (Spack), distro, off.
   toolchain_mode = { for builder, wanted in local.toolchain : builder => wanted ? (var.toolchain == "distro" ? "distro" : "on") : "off" }
 

@@ -17,7 +17,7 @@ main() {
   truncate -s 0 /etc/machine-id
   rm -f /var/lib/dbus/machine-id
   # The key Packer logged in with (a one-off key; the user stays for the shutdown, whose
-  # command removes the qemu build account and its sudo rule: packer/sources.pkr.hcl).
+  # command removes the qemu build account and its sudo rule: targets/baremetal/image.pkr.hcl).
   if [[ -n ${SUDO_USER:-} && $SUDO_USER != root ]]; then
     rm -f "$(getent passwd "$SUDO_USER" | cut -d: -f6)/.ssh/authorized_keys"
   fi

@@ -3,7 +3,7 @@
 # rdma-core, libfabric with the efa provider, under /opt/amazon/efa). Debian's cloud
 # kernel has no efa module. PFSLAB_EFA_INSTALLER_VERSION empty skips it.
 # The tarball runs as root: it is unpacked only once its sha256 matched
-# PFSLAB_EFA_INSTALLER_SHA256 (packer/variables.pkr.hcl, aws_efa_installer_sha256).
+# PFSLAB_EFA_INSTALLER_SHA256 (targets/aws/image.pkr.hcl, aws_efa_installer_sha256).
 set -euo pipefail
 KIT=${PFSLAB_KIT:-/opt/pfslab}
 # shellcheck source=scripts/lib/common.sh
@@ -13,7 +13,7 @@ source "$KIT/scripts/lib/pkg.sh"
 PFSLAB_LOG_TAG=efa
 
 URL_BASE=${PFSLAB_EFA_URL_BASE:-https://efa-installer.amazonaws.com}
-PINNED_IN="packer/variables.pkr.hcl, aws_efa_installer_sha256"
+PINNED_IN="targets/aws/image.pkr.hcl, aws_efa_installer_sha256"
 
 main() {
   local version=${PFSLAB_EFA_INSTALLER_VERSION:-} sha256=${PFSLAB_EFA_INSTALLER_SHA256:-} tmp tarball

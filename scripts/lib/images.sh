@@ -9,6 +9,52 @@ IMAGES_DIR=${PFSLAB_IMAGES_DIR:-$PFSLAB_ROOT/build/images}
 # What an image carries of the kit (under /opt/pfslab): nothing from build/ or .venv.
 KIT_PATHS=(scripts families labs registry targets pfslab reframe spack pyproject.toml requirements.txt requirements.lock requirements-build.txt)
 
+# ---- the Packer templates -------------------------------------------------------------
+
+# packer_templates DIR: the template directory Packer gets (Packer reads one directory):
+# packer/*.pkr.hcl but plugins.pkr.hcl (Debian's Packer 1.6.6 rejects its
+# required_plugins block) and every targets/<target>/image.pkr.hcl as
+# target-<target>.pkr.hcl, linked; builds.pkr.hcl with its `sources = []` filled with
+# those files' sources, and in targets.pkr.hcl local.target (builder type -> the folder
+# it is in: the node config's target) and local.image (builder type -> that file's
+# local.target_<target>: fabric, toolchain_auto). A target with an image is its one file.
+packer_templates() {
+  local dir=$1 f target line type name sources=() targets=() seen=" "
+  mkdir -p "$dir"
+  for f in "$PFSLAB_ROOT"/packer/*.pkr.hcl; do
+    case $(basename "$f") in
+      plugins.pkr.hcl | builds.pkr.hcl) ;;
+      *) ln -sf "$f" "$dir/" ;;
+    esac
+  done
+  for f in "$PFSLAB_ROOT"/targets/*/image.pkr.hcl; do
+    [[ -e $f ]] || continue
+    target=$(basename "$(dirname "$f")")
+    line=$(grep -E '^source "[^"]+" "[^"]+" \{' "$f" || true)
+    [[ $line == source* && $line != *$'\n'* ]] ||
+      die "targets/$target/image.pkr.hcl must hold exactly one source block (source \"TYPE\" \"NAME\" {)"
+    type=$(cut -d'"' -f2 <<<"$line")
+    name=$(cut -d'"' -f4 <<<"$line")
+    [[ $seen != *" $type "* ]] ||
+      die "targets/$target/image.pkr.hcl: builder $type is already another target's (local.target is keyed by builder type)"
+    seen+="$type "
+    grep -q "^  target_$target = {" "$f" ||
+      die "targets/$target/image.pkr.hcl has no 'locals { target_$target = { fabric = ..., toolchain_auto = ... } }' (what the shared build steps take from it)"
+    sources+=("\"source.$type.$name\"")
+    targets+=("    \"$type\" = \"$target\"")
+    images+=("    \"$type\" = local.target_$target")
+    ln -sf "$f" "$dir/target-$target.pkr.hcl"
+  done
+  ((${#sources[@]})) || die "no targets/*/image.pkr.hcl: no image source to build"
+  grep -qx '  sources = \[\]' "$PFSLAB_ROOT/packer/builds.pkr.hcl" ||
+    die "packer/builds.pkr.hcl has no '  sources = []' line for the targets' sources"
+  local list
+  list=$(IFS=,; echo "${sources[*]}")
+  sed "s|^  sources = \[\]\$|  sources = [${list//,/, }]|" "$PFSLAB_ROOT/packer/builds.pkr.hcl" >"$dir/builds.pkr.hcl"
+  printf '# Written by scripts/images (packer_templates): per builder type, the folder of\n# its image.pkr.hcl and the facts that file gives the shared steps.\nlocals {\n  target = {\n%s\n  }\n  image = {\n%s\n  }\n}\n' \
+    "$(printf '%s\n' "${targets[@]}")" "$(printf '%s\n' "${images[@]}")" >"$dir/targets.pkr.hcl"
+}
+
 # ---- the kit's files and their digest ------------------------------------------------
 
 # The kit files an image carries, relative to the kit root, one per line, sorted
@@ -30,10 +76,11 @@ image_files() {
 }
 
 # A target's Terraform root and module run on the kit's machine only (and link shared
-# files under terraform/, which nodes do not get): nodes carry its target.json. Its
+# files under terraform/, which nodes do not get), and its image.pkr.hcl is Packer's,
+# as packer/ is: nodes carry its target.json. Its
 # Python module (targets/aws/cloud.py) stays although nodes never run it: the registry,
 # which nodes read to load a lab, refuses a target.json whose python file is missing.
-kit_for_nodes() { grep -Ev '^targets/[^/]+/(root|module)/' || (($? == 1)); }
+kit_for_nodes() { grep -Ev '^targets/[^/]+/(root/|module/|image\.pkr\.hcl$)' || (($? == 1)); }
 
 # Keep the NUL-separated paths that exist as files (git lists deleted files until
 # they are staged); a symlink counts when it points at a file.

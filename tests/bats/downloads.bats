@@ -20,8 +20,8 @@ setup() {
   shim curl 'while (($#)); do [[ $1 == -o ]] && cp "$SHIM_STATE/served.tar.gz" "$2"; shift; done'
   shim dpkg-query 'echo "install ok installed"'
   shim uname 'echo 6.1.0-test-cloud-amd64'
-  # The pin the image build passes (packer/variables.pkr.hcl).
-  PINNED=$(sed -n '/^variable "aws_efa_installer_sha256"/,/^}/s/^ *default *= *"\([0-9a-f]*\)"$/\1/p' "$KIT/packer/variables.pkr.hcl")
+  # The pin the image build passes (targets/aws/image.pkr.hcl).
+  PINNED=$(sed -n '/^variable "aws_efa_installer_sha256"/,/^}/s/^ *default *= *"\([0-9a-f]*\)"$/\1/p' "$KIT/targets/aws/image.pkr.hcl")
 }
 
 efa() {
@@ -32,14 +32,14 @@ efa() {
 
 @test "EFA installer: the image build pins 1.38.0 with a sha256 and passes it to efa.sh" {
   [[ $PINNED =~ ^[0-9a-f]{64}$ ]]
-  grep -q 'default *= *"1.38.0"' "$KIT/packer/variables.pkr.hcl"
+  grep -q 'default *= *"1.38.0"' "$KIT/targets/aws/image.pkr.hcl"
   grep -qF '"PFSLAB_EFA_INSTALLER_SHA256=${var.aws_efa_installer_sha256}"' "$KIT/packer/builds.pkr.hcl"
 }
 
 @test "EFA installer: a tarball whose sha256 is not the pinned one is refused in one line and never unpacked" {
   efa "$PINNED"
   assert_failure 2
-  assert_line --index 1 "[efa] error: aws-efa-installer-1.38.0.tar.gz: sha256 mismatch: expected $PINNED (packer/variables.pkr.hcl, aws_efa_installer_sha256), got $SERVED_SHA; not used"
+  assert_line --index 1 "[efa] error: aws-efa-installer-1.38.0.tar.gz: sha256 mismatch: expected $PINNED (targets/aws/image.pkr.hcl, aws_efa_installer_sha256), got $SERVED_SHA; not used"
   [ "${#lines[@]}" -eq 2 ] # "downloading ...", then the refusal
   [ ! -e "$SHIM_STATE/efa-installer-ran" ]
   [ -z "$(find "$BATS_TEST_TMPDIR" -maxdepth 2 -name 'aws-efa-installer' -not -path '*/src/*')" ]
@@ -57,6 +57,6 @@ efa() {
 @test "EFA installer: a version with no sha256 pinned is refused before anything is downloaded" {
   efa ""
   assert_failure 2
-  assert_output "[efa] error: aws-efa-installer-1.38.0.tar.gz: no sha256 pinned (packer/variables.pkr.hcl, aws_efa_installer_sha256); refusing an unverified download"
+  assert_output "[efa] error: aws-efa-installer-1.38.0.tar.gz: no sha256 pinned (targets/aws/image.pkr.hcl, aws_efa_installer_sha256); refusing an unverified download"
   [ -z "$(calls curl)" ]
 }

@@ -14,14 +14,11 @@ setup() {
   mkdir -p "$DUMMY/seed"
 }
 
-# The template directory Packer 1.6.6 gets (every *.pkr.hcl but plugins.pkr.hcl), as
-# scripts/images makes it.
+# The template directory Packer gets, assembled as scripts/images does (packer_templates:
+# packer/ less plugins.pkr.hcl, every targets/*/image.pkr.hcl, the build's sources).
 templates() {
-  local dir=$BATS_TEST_TMPDIR/templates f
-  mkdir -p "$dir"
-  for f in "$KIT"/packer/*.pkr.hcl; do
-    [[ $(basename "$f") == plugins.pkr.hcl ]] || ln -sf "$f" "$dir/"
-  done
+  local dir=$BATS_TEST_TMPDIR/templates
+  [[ -d $dir ]] || (cd "$KIT" && source scripts/lib/common.sh && source scripts/lib/images.sh && packer_templates "$dir")
   echo "$dir"
 }
 
@@ -54,9 +51,21 @@ packer_offline() {
     PACKER_CACHE_DIR="$BATS_TEST_TMPDIR/packer_cache" packer "$@"
 }
 
+# The sources of the build "image", as packer inspect lists them: validate passes an
+# empty build (or an -only naming no source) without checking anything.
+assert_build_sources() {
+  packer_offline inspect "${VARS[@]}" -var role=server "$(templates)"
+  assert_success
+  run sed -n '/^  > image:/,/^    provisioners:/{s/^      \([a-z].*\)$/\1/p}' <<<"$output"
+  assert_output "amazon-ebs.debian
+azure-arm.hpc
+qemu.debian"
+}
+
 @test "packer validate: the build on every builder, for each role (server, client x amazon-ebs, azure-arm, qemu)" {
   need_packer
   dummy_vars
+  assert_build_sources
   local role
   for role in server client; do
     packer_offline validate "${VARS[@]}" -var "role=$role" "$(templates)"
@@ -67,6 +76,7 @@ packer_offline() {
 @test "packer validate: each builder alone, without cloud credentials" {
   need_packer
   dummy_vars
+  assert_build_sources
   local only role
   for role in server client; do
     for only in image.amazon-ebs.debian image.azure-arm.hpc image.qemu.debian; do
@@ -129,17 +139,20 @@ packer_offline() {
 
 @test "packer fmt -check: every template is formatted" {
   need_packer
-  run packer fmt -check "$KIT/packer"
-  assert_success
-  assert_output ""
+  local f
+  for f in "$KIT"/packer/*.pkr.hcl "$KIT"/targets/*/image.pkr.hcl; do
+    run packer fmt -check "$f"
+    assert_success
+    assert_output ""
+  done
 }
 
 @test "the qemu build's shutdown removes the build account and its sudo rule (run in a private /etc)" {
   [[ $(id -u) -eq 0 ]] || skip "needs root for a private mount namespace"
   command -v useradd >/dev/null || skip "needs useradd (passwd)"
   # The root part of the command: what Packer's `sudo sh -c '...'` runs.
-  inner=$(sed -n "s/^ *shutdown_command *= *\"sudo sh -c '\(.*\)'\"$/\1/p" "$KIT/packer/sources.pkr.hcl")
-  [[ -n $inner ]] || fail "no sudo sh -c shutdown_command in packer/sources.pkr.hcl"
+  inner=$(sed -n "s/^ *shutdown_command *= *\"sudo sh -c '\(.*\)'\"$/\1/p" "$KIT/targets/baremetal/image.pkr.hcl")
+  [[ -n $inner ]] || fail "no sudo sh -c shutdown_command in targets/baremetal/image.pkr.hcl"
   printf '%s\n' "$inner" >"$BATS_TEST_TMPDIR/inner.sh"
   # Copies of /etc and /home in a mount namespace: the real ones are never touched;
   # shutdown is a shim that records its arguments.
@@ -159,6 +172,73 @@ packer_offline() {
   assert_equal "$(cat "$BATS_TEST_TMPDIR/shutdown.log")" "shutdown -P now"
   run getent passwd pfslab-build
   assert_failure
+}
+
+# ---- the assembly: targets' image.pkr.hcl ---------------------------------------------------
+
+# packer_templates in a copy of packer/ and targets/ (KIT untouched), its status and output.
+assemble() {
+  run bash -c "PFSLAB_ROOT='$K'; source '$KIT/scripts/lib/common.sh'; source '$KIT/scripts/lib/images.sh'; packer_templates '$BATS_TEST_TMPDIR/out'"
+}
+
+copy_kit() {
+  K=$BATS_TEST_TMPDIR/kit
+  mkdir -p "$K/targets"
+  cp -r "$KIT/packer" "$K/"
+  cp -r "$KIT"/targets/{aws,azure,baremetal,local} "$K/targets/"
+}
+
+@test "packer templates: each target's source joins the build, its folder is its images' target; a target without image.pkr.hcl adds none" {
+  copy_kit
+  assemble
+  assert_success
+  run grep '^  sources =' "$BATS_TEST_TMPDIR/out/builds.pkr.hcl"
+  assert_output '  sources = ["source.amazon-ebs.debian", "source.azure-arm.hpc", "source.qemu.debian"]'
+  run grep -c '^    "qemu" = "baremetal"$' "$BATS_TEST_TMPDIR/out/targets.pkr.hcl"
+  assert_output 1
+  # The qemu image is baremetal's: without that folder, no qemu source and nothing else lost.
+  rm -rf "$K/targets/baremetal" "$BATS_TEST_TMPDIR/out"
+  assemble
+  assert_success
+  run grep '^  sources =' "$BATS_TEST_TMPDIR/out/builds.pkr.hcl"
+  assert_output '  sources = ["source.amazon-ebs.debian", "source.azure-arm.hpc"]'
+  [[ ! -e $BATS_TEST_TMPDIR/out/target-local.pkr.hcl ]]
+}
+
+@test "packer templates: an image.pkr.hcl without one source, without its facts or on a taken builder is one line, exit 2" {
+  copy_kit
+  printf 'locals {\n  target_local = {}\n}\n' >"$K/targets/local/image.pkr.hcl"
+  assemble
+  assert_failure 2
+  assert_output '[pfslab] error: targets/local/image.pkr.hcl must hold exactly one source block (source "TYPE" "NAME" {)'
+  printf 'source "null" "a" {\n}\nsource "null" "b" {\n}\n' >"$K/targets/local/image.pkr.hcl"
+  rm -rf "$BATS_TEST_TMPDIR/out"
+  assemble
+  assert_failure 2
+  assert_output --partial "targets/local/image.pkr.hcl must hold exactly one source block"
+  printf 'source "null" "a" {\n}\n' >"$K/targets/local/image.pkr.hcl"
+  rm -rf "$BATS_TEST_TMPDIR/out"
+  assemble
+  assert_failure 2
+  assert_output "[pfslab] error: targets/local/image.pkr.hcl has no 'locals { target_local = { fabric = ..., toolchain_auto = ... } }' (what the shared build steps take from it)"
+  printf 'source "qemu" "other" {\n}\nlocals {\n  target_local = {}\n}\n' >"$K/targets/local/image.pkr.hcl"
+  rm -rf "$BATS_TEST_TMPDIR/out"
+  assemble
+  assert_failure 2
+  assert_output "[pfslab] error: targets/local/image.pkr.hcl: builder qemu is already another target's (local.target is keyed by builder type)"
+}
+
+@test "packer templates: an adapter's target_packer_source is the source of its own folder's image.pkr.hcl" {
+  local adapter target named found n=0
+  for adapter in "$KIT"/targets/*/adapter.sh; do
+    grep -q '^target_packer_source()' "$adapter" || continue
+    target=$(basename "$(dirname "$adapter")")
+    named=$(bash -c "source '$adapter'; target_packer_source")
+    found=$(sed -n 's/^source "\([^"]*\)" "\([^"]*\)" {$/\1.\2/p' "$KIT/targets/$target/image.pkr.hcl")
+    assert_equal "$named" "$found"
+    n=$((n + 1))
+  done
+  assert_equal "$n" 2
 }
 
 # ---- scripts/images: bad input --------------------------------------------------------------
@@ -245,10 +325,10 @@ teardown() {
   assert_nothing_built
 }
 
-@test "scripts/images aws with credentials: packer 1.6.6 gets the templates without plugins.pkr.hcl and the kit's digest" {
+@test "scripts/images aws with credentials: packer 1.6.6 gets packer/ without plugins.pkr.hcl, the targets' image.pkr.hcl and the kit's digest" {
   image_shims
-  # The packer shim records the template directory it was given.
-  shim packer 'for a in "$@"; do [[ -d $a ]] && ls "$a" >"$SHIM_STATE/templates"; done; exit 0'
+  # The packer shim records the template directory it was given and its build's sources.
+  shim packer 'for a in "$@"; do [[ -d $a ]] && ls "$a" >"$SHIM_STATE/templates" && grep "^  sources =" "$a/builds.pkr.hcl" >"$SHIM_STATE/sources"; done; exit 0'
   for t in git gzip tar sha256sum od env nproc; do ln -sf "$(command -v "$t")" "$SAFE/$t"; done
   start_fake_sts
   IMAGES_ENV=(AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret PFSLAB_AWS_ENDPOINT="$FAKE_STS_URL")
@@ -257,8 +337,13 @@ teardown() {
   run cat "$SHIM_STATE/templates"
   assert_output "builds.pkr.hcl
 locals.pkr.hcl
-sources.pkr.hcl
+target-aws.pkr.hcl
+target-azure.pkr.hcl
+target-baremetal.pkr.hcl
+targets.pkr.hcl
 variables.pkr.hcl"
+  run cat "$SHIM_STATE/sources"
+  assert_output '  sources = ["source.amazon-ebs.debian", "source.azure-arm.hpc", "source.qemu.debian"]'
   run calls packer
   assert_output --regexp "^packer build -color=false -only=image.amazon-ebs.debian -var kit_root=$KIT -var kit_archive=$BATS_TEST_TMPDIR/images/kit-[0-9a-f]{12}.tar.gz -var image_digest=[0-9a-f]{64} -var family=ceph -var toolchain=auto -var role=server"
   local digest
@@ -306,6 +391,7 @@ fake_kit() {
   chmod +x "$K/families/cephfs/role"
   echo '{"filesystem": "cephfs", "family": "ceph"}' >"$K/families/cephfs/family.json"
   echo '{"target": "aws"}' >"$K/targets/aws/target.json"
+  echo 'source "null" "aws" {}' >"$K/targets/aws/image.pkr.hcl"
   echo 'name: local' >"$K/labs/local.yaml"
   echo 'x = 1' >"$K/reframe/ior.py"
   echo 'bytecode' >"$K/reframe/__pycache__/ior.cpython-311.pyc"
@@ -350,6 +436,7 @@ targets/aws/target.json"
   echo more >>"$K/README.md"
   echo more >>"$K/reframe/__pycache__/ior.cpython-311.pyc"
   echo 'packer {}' >"$K/packer/plugins.pkr.hcl"
+  echo '# Packer reads it, nodes do not' >>"$K/targets/aws/image.pkr.hcl"
   touch -d '2001-01-01' "$K/labs/local.yaml"
   [[ $(digest) == "$d0" ]]
   # Inside: content, the executable bit, a new file, a removed file.

@@ -2,9 +2,11 @@
 
 A copy of the kit's tracked files gets ``targets/toy/`` from ``tests/fixtures/targets/``
 (``target.json``, ``adapter.sh``, ``root/main.tf``, ``module/main.tf``: boxes that are
-``terraform_data``, no provider, offline) and a lab on it; ``labs/schema.json`` is
+``terraform_data``, no provider, offline; ``image.pkr.hcl``: a Packer source on the
+null builder) and a lab on it; ``labs/schema.json`` is
 regenerated, as for any target. Nothing else is edited: the toy target is then
-planned through its own Terraform root, its user-data rendered, its jobs dry-run and
+planned through its own Terraform root, its user-data rendered, its jobs dry-run, its
+image source is in the build of the Packer templates scripts/images assembles, and
 it is listed by ``make help``. A reader that still lists targets itself (or names a
 target's settings, as the lab plan's machines once did) fails one of these tests.
 """
@@ -71,7 +73,7 @@ def toy_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_toy_target_is_one_folder_of_few_files(toy_kit: Path) -> None:
     files = folder_files(toy_kit / "targets" / "toy")
-    assert files == ["adapter.sh", "module/main.tf", "root/main.tf", "target.json"]
+    assert files == ["adapter.sh", "image.pkr.hcl", "module/main.tf", "root/main.tf", "target.json"]
     assert len(files) <= MOST_FILES
     # The shipped targets keep to the same folder shape.
     for target in ("aws", "azure", "baremetal", "local", "site"):
@@ -146,3 +148,48 @@ def test_the_toy_target_has_no_commands_and_aws_keeps_its_own(toy_kit: Path) -> 
     assert helped.returncode == 0, helped.stderr
     assert [line.split()[0] for line in helped.stdout.splitlines() if line.startswith("    aws ")] == ["aws"]
     assert "toy" not in helped.stdout.split()
+
+
+def packer_templates(kit: Path, out: Path) -> list[str]:
+    """The build's sources in the templates scripts/images assembles from ``kit``."""
+    made = run(kit, "bash", "-c", 'source scripts/lib/common.sh && source scripts/lib/images.sh && packer_templates "$0"',
+               str(out))
+    assert made.returncode == 0, made.stderr
+    listed = [line for line in (out / "builds.pkr.hcl").read_text().splitlines() if line.startswith("  sources = [")]
+    assert len(listed) == 1, listed
+    sources = json.loads(listed[0].split("=", 1)[1])
+    assert isinstance(sources, list) and all(isinstance(s, str) for s in sources), sources
+    return [str(s) for s in sources]
+
+
+SHIPPED_SOURCES = ["source.amazon-ebs.debian", "source.azure-arm.hpc", "source.qemu.debian"]
+
+
+def test_the_toy_targets_image_source_is_in_the_assembled_build(toy_kit: Path, tmp_path: Path) -> None:
+    # Its image.pkr.hcl is all it takes: the source joins the one build, its folder
+    # names its images' target.
+    assert packer_templates(toy_kit, tmp_path / "with") == [*SHIPPED_SOURCES, "source.null.toy"]
+    assert '"null" = "toy"' in (tmp_path / "with" / "targets.pkr.hcl").read_text()
+    # Without it, the toy target has no image, as local and site have none.
+    image = toy_kit / "targets" / "toy" / "image.pkr.hcl"
+    aside = tmp_path / "image.pkr.hcl"
+    shutil.move(image, aside)
+    try:
+        assert packer_templates(toy_kit, tmp_path / "without") == SHIPPED_SOURCES
+    finally:
+        shutil.move(aside, image)
+    if shutil.which("packer") is None:
+        pytest.skip("packer is not installed (make deps-test installs Debian's packer)")
+    archive = tmp_path / "kit.tar.gz"
+    archive.write_bytes(b"")
+    home = tmp_path / "home"
+    home.mkdir()
+    for role in ("server", "client"):
+        args = ["-var", f"kit_root={toy_kit}", "-var", f"kit_archive={archive}", "-var", "image_digest=" + "a" * 64,
+                "-var", f"role={role}", str(tmp_path / "with")]
+        # The shared steps run on the toy's source too (its fabric and toolchain from its file).
+        valid = run(toy_kit, "packer", "validate", "-only=image.null.toy", *args, env={"HOME": str(home)})
+        assert valid.returncode == 0, valid.stdout + valid.stderr
+        inspected = run(toy_kit, "packer", "inspect", *args, env={"HOME": str(home)})
+        assert inspected.returncode == 0, inspected.stdout + inspected.stderr
+        assert "      null.toy\n" in inspected.stdout
