@@ -74,6 +74,18 @@ class Inventory:
     def load(cls, path: Path) -> Inventory:
         return cls.from_json(read_object(path, "an inventory"), str(path))
 
+    @property
+    def netns(self) -> dict[str, str]:
+        return self.local.netns if self.local else {}
+
+    @property
+    def run_root(self) -> str:
+        return self.local.run_root if self.local else ""
+
+    @property
+    def state_root(self) -> str:
+        return self.local.state_root if self.local else ""
+
     def registry_target(self) -> registry.Target:
         """The target's registry entry (its flags: namespaces, provisions)."""
         return registry.target_of({"target": self.target})
