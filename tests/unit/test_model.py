@@ -15,6 +15,7 @@ from pfslab.lifecycle.teardown import Instance
 from pfslab.model import Inventory, Lab, ModelError
 
 RECORDED = sorted((KIT_ROOT / "tests" / "fixtures").rglob("inventory.json"))
+RENDERED = sorted((KIT_ROOT / "tests" / "fixtures" / "model").glob("*.inventory.json"))
 PAIRS = [(lab, target) for lab in labs.lab_names() for target in registry.targets()]
 
 
@@ -42,6 +43,19 @@ def test_every_recorded_inventory_parses_into_what_it_holds(path: Path) -> None:
     assert list(inv.clients or []) == raw["clients"]
     assert inv.netns == raw["local"]["netns"] and inv.state_root == raw["local"]["state_root"]
     assert inv.registry_target() is registry.targets()[raw["target"]]
+
+
+@pytest.mark.parametrize("path", RENDERED, ids=lambda p: p.name)
+def test_a_remote_inventory_as_rendered_offline_parses(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    inv = Inventory.load(path)
+    assert [n.name for n in inv.nodes] == [n["name"] for n in raw["nodes"]]
+    assert inv.login == raw["login"] and list(inv.clients or []) == raw["clients"]
+    assert inv.local is None and inv.phases is None and not inv.registry_target().namespaces
+
+
+def test_the_rendered_inventories_are_found() -> None:
+    assert len(RENDERED) == 2
 
 
 @pytest.mark.parametrize(("lab", "target"), PAIRS)
