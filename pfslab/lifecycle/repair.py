@@ -78,7 +78,7 @@ def repair_head_mount(inventory: Inventory, host: Host) -> int:
     """The host's view of the file system bound again to the first client's mount when it
     no longer answers; 1 when it was."""
     names = health.clients(inventory)
-    target = inventory.mount
+    target = inventory.require_mount()
     if not names or host.answers(target):
         return 0
     head = names[0]

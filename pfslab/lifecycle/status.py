@@ -67,7 +67,7 @@ def status(lab: str, show: bool = True) -> int:
             print(cluster.output, end="", flush=True)
         rc |= not cluster.ok
     if show:
-        print(f"mounts (each client's own, seen by benchmark ranks at {inventory.mount}):")
+        print(f"mounts (each client's own, seen by benchmark ranks at {inventory.require_mount()}):")
         for line in lab_mounts(lab):
             print(f"  {line}")
     return rc

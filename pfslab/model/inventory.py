@@ -3,7 +3,7 @@ of the running lab and what the lifecycle and the transports read of it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from pfslab import registry
 from pfslab.model.fields import Fields, ModelError, kind, read_object
@@ -38,9 +38,11 @@ class Local:
 @dataclass(frozen=True)
 class Inventory:
     target: str
-    nodes: tuple[Node, ...]
-    #: The file system's mount path on the clients (and the host's view of a local lab's).
-    mount: str
+    #: A site lab's inventory written before its checks found nodes has none.
+    nodes: tuple[Node, ...] = ()
+    #: The file system's mount path on the clients (and the host's view of a local lab's);
+    #: :meth:`require_mount` where it must be there.
+    mount: str | None = None
     title: str = ""
     #: None: an inventory without the list (the nodes with a client role are the clients).
     clients: tuple[str, ...] | None = None
@@ -49,18 +51,21 @@ class Inventory:
     phases: tuple[tuple[Placement, ...], ...] | None = None
     local: Local | None = None
     scheduler_type: str | None = None
+    #: Where it was read, for a refusal of what is missing.
+    source: str = field(default="the inventory", compare=False)
 
     @classmethod
     def from_json(cls, data: object, source: str = "the inventory") -> Inventory:
         top = Fields(data, source)
-        nodes = top.items("nodes", required=True) or []
+        nodes = top.items("nodes") or []
+        filesystem = top.optional_obj("filesystem")
         local = top.optional_obj("local")
         scheduler = top.optional_obj("scheduler")
         clients = top.texts("clients") if top.has("clients") else None
         return cls(
             target=top.text("target"),
             nodes=tuple(Node(n.text("name"), n.text("address", ""), n.texts("roles")) for n in nodes),
-            mount=top.obj("filesystem").text("mount"),
+            mount=filesystem.optional_text("mount") if filesystem is not None else None,
             title=top.text("title", ""),
             clients=clients,
             login=top.text("login", ""),
@@ -68,11 +73,17 @@ class Inventory:
             local=None if local is None else Local(local.text_map("netns"), local.text("run_root", ""),
                                                    local.text("state_root", "")),
             scheduler_type=None if scheduler is None else scheduler.optional_text("type"),
+            source=source,
         )
 
     @classmethod
     def load(cls, path: Path) -> Inventory:
         return cls.from_json(read_object(path, "an inventory"), str(path))
+
+    def require_mount(self) -> str:
+        if self.mount is None:
+            raise ModelError(f"{self.source}: key 'filesystem.mount' is missing; allowed: a string")
+        return self.mount
 
     @property
     def netns(self) -> dict[str, str]:

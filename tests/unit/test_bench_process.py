@@ -88,7 +88,7 @@ def test_watchdog_child_holds_none_of_the_runs_descriptors(tmp_path: Path, monke
 
 def _inventory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str) -> None:
     (tmp_path / "lab1").mkdir()
-    (tmp_path / "lab1" / "inventory.json").write_text(f'{{"target": "{target}", "nodes": [], "filesystem": {{"mount": "/m"}}}}')
+    (tmp_path / "lab1" / "inventory.json").write_text(f'{{"target": "{target}", "nodes": []}}')
     monkeypatch.setenv("PFSLAB_BUILD", str(tmp_path))
 
 
