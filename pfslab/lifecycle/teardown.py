@@ -27,7 +27,7 @@ from typing import Protocol
 
 from pfslab import KIT_ROOT, instance, names
 from pfslab.lifecycle import Refusal, check_lab_name, log, mounts
-from pfslab.model import Lab, ModelError
+from pfslab.model import BridgeClaim, Lab, ModelError
 
 TAG = "lab"
 #: Half-second polls a killed benchmark run gets to be gone.
@@ -74,8 +74,8 @@ class Host(Protocol):
     def run(self, argv: Sequence[str]) -> int:
         """Run a command, its output on stderr (stdout is the leftovers list); its status."""
 
-    def records(self) -> list[Lab]:
-        """The resolved labs of the local labs up on this machine (/run/pfslab/*/lab.json)."""
+    def records(self) -> list[BridgeClaim]:
+        """What the resolved labs of the local labs up on this machine (/run/pfslab/*/lab.json)."""
 
     def remove_cgroup(self, path: str) -> None:
         """Move the cgroup's processes to its parent and remove it."""
@@ -222,9 +222,8 @@ def sweep_bridge(inst: Instance, host: Host, kit: Path = KIT_ROOT) -> None:
     if not host.link_exists(inst.bridge):
         return
     for record in host.records():
-        other = record.instance
-        if other is not None and other.id != inst.id and record.bridge == inst.bridge:
-            log(TAG, f"left bridge {inst.bridge}: lab {record.name} of {other.root} uses it")
+        if record.id != inst.id and record.bridge == inst.bridge:
+            log(TAG, f"left bridge {inst.bridge}: lab {record.name} of {record.root} uses it")
             return
     if host.link_ports(inst.bridge):
         log(TAG, f"left bridge {inst.bridge}: it has ports that are not this lab's")
@@ -316,15 +315,8 @@ class LiveHost:
         sys.stdout.flush()
         return subprocess.run(list(argv), stdout=sys.stderr, check=False).returncode
 
-    def records(self) -> list[Lab]:
-        # A record that is not a resolved lab names no bridge: it keeps none.
-        found = []
-        for record in instance._records(names.RUN_BASE):
-            try:
-                found.append(Lab.from_json(record))
-            except ModelError:
-                continue
-        return found
+    def records(self) -> list[BridgeClaim]:
+        return [BridgeClaim.from_json(r) for r in instance._records(names.RUN_BASE)]
 
     def remove_cgroup(self, path: str) -> None:
         parent = Path(path).parent / "cgroup.procs"

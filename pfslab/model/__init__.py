@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from pfslab.model.fields import ModelError
 from pfslab.model.inventory import Inventory, Local, Node, Placement
-from pfslab.model.lab import InstanceBlock, InstanceNode, Lab
+from pfslab.model.lab import BridgeClaim, InstanceBlock, InstanceNode, Lab
 
-__all__ = ["InstanceBlock", "InstanceNode", "Inventory", "Lab", "Local", "ModelError", "Node", "Placement"]
+__all__ = ["BridgeClaim", "InstanceBlock", "InstanceNode", "Inventory", "Lab", "Local", "ModelError", "Node", "Placement"]

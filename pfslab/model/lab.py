@@ -71,3 +71,30 @@ class Lab:
     @classmethod
     def load(cls, path: Path) -> Lab:
         return cls.from_json(read_object(path, "a resolved lab"), str(path))
+
+
+@dataclass(frozen=True)
+class BridgeClaim:
+    """What another local lab instance's record (/run/pfslab/*/lab.json) says of the bridge
+    it uses. Read leniently, unlike :class:`Lab`: the record may be another checkout's,
+    written by an older kit, and a record that cannot be read must still keep its bridge."""
+
+    name: str | None
+    id: str | None
+    root: str | None
+    bridge: str | None
+
+    @classmethod
+    def from_json(cls, record: dict[str, object]) -> BridgeClaim:
+        block = _object(record.get("instance"))
+        local = _object(_object(record.get("targets")).get("local"))
+        return cls(_text(record.get("name")), _text(block.get("id")), _text(block.get("root")),
+                   _text(local.get("bridge")))
+
+
+def _object(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -12,7 +12,7 @@ import pytest
 from pfslab import KIT_ROOT, cli, instance, labs, layout, registry
 from pfslab.lifecycle import Refusal
 from pfslab.lifecycle.teardown import Instance
-from pfslab.model import Inventory, Lab, ModelError
+from pfslab.model import BridgeClaim, Inventory, Lab, ModelError
 
 RECORDED = sorted((KIT_ROOT / "tests" / "fixtures").rglob("inventory.json"))
 RENDERED = sorted((KIT_ROOT / "tests" / "fixtures" / "model").glob("*.inventory.json"))
@@ -161,3 +161,13 @@ def test_a_resolved_lab_with_a_mistyped_instance_is_refused_by_teardown(tmp_path
     path.write_text(json.dumps(resolved))
     with pytest.raises(Refusal, match=r"key 'instance\.nodes\.mon0\.veth' is a list \(\[\"v0\"\]\); allowed: a string$"):
         Instance.load(str(path))
+
+
+def test_another_instances_record_keeps_its_bridge_even_when_the_strict_parse_refuses_it() -> None:
+    # A record written by another checkout's older kit: no cgroup, no filesystem.
+    record: dict[str, object] = {"name": "old", "instance": {"id": "old-1", "root": "/o"},
+                                 "targets": {"local": {"bridge": "pfslab0"}}}
+    with pytest.raises(ModelError):
+        Lab.from_json(record)
+    assert BridgeClaim.from_json(record) == BridgeClaim("old", "old-1", "/o", "pfslab0")
+    assert BridgeClaim.from_json({"name": "x", "targets": "?"}).bridge is None
