@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pfslab import KIT_ROOT
 from pfslab.errors import KitError
+from pfslab.model import Inventory, ModelError
 
 
 class Refusal(KitError):
@@ -30,6 +31,14 @@ def refuse(tag: str, err: Refusal) -> int:
 def build_dir() -> Path:
     """build/ of the checkout (PFSLAB_BUILD overrides it, as for the shell)."""
     return Path(os.environ.get("PFSLAB_BUILD") or KIT_ROOT / "build")
+
+
+def inventory_at(path: Path) -> Inventory:
+    """The lab's inventory, typed; one that is not what the kit writes is a refusal."""
+    try:
+        return Inventory.load(path)
+    except ModelError as err:
+        raise Refusal(str(err)) from None
 
 
 def check_lab_name(lab: str) -> None:

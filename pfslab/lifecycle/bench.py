@@ -172,11 +172,10 @@ def _watchdog_child(lab: str, run_dir: Path, watched: int, interval: str, stderr
 def check_serving(lab: str) -> None:
     """A local lab must be healthy before a run starts (make lab-status shows why not); a
     remote lab's nodes are checked by the pre-run check and the watchdog instead."""
-    from pfslab import registry
-    from pfslab.lifecycle import build_dir, status
+    from pfslab.lifecycle import build_dir, inventory_at, status
 
-    inventory = json.loads((build_dir() / lab / "inventory.json").read_text())
-    if registry.target_of(inventory).namespaces and status.status(lab, show=False) != 0:
+    inventory = inventory_at(build_dir() / lab / "inventory.json")
+    if inventory.registry_target().namespaces and status.status(lab, show=False) != 0:
         raise KitError(f"lab {lab} is not healthy; 'make lab-status' shows why and 'make lab-up' repairs it")
 
 

@@ -17,9 +17,8 @@ import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
 from pfslab import KIT_ROOT, registry
+from pfslab.model import Inventory, Placement
 from pfslab.transport.base import TIMED_OUT, Result, Transport, bounded
 from pfslab.transport.ssh import SSH_FAILED, SshTransport, unreachable_reason
 
@@ -45,12 +44,11 @@ class RoleOnNode:
         return self.role.split("-", 1)[1]
 
 
-def role_table(inventory: dict[str, Any]) -> list[RoleOnNode]:
+def role_table(inventory: Inventory) -> list[RoleOnNode]:
     """Every role of the lab in start order: the phases the lab plan derived (an
     inventory written before it had phases gives its roles in node order)."""
-    phases = inventory.get("phases") or [[{"node": n["name"], "role": r} for n in inventory.get("nodes", [])
-                                          for r in n["roles"]]]
-    return [RoleOnNode(e["node"], e["role"]) for phase in phases for e in phase]
+    phases = inventory.phases or ((tuple(Placement(n.name, r) for n in inventory.nodes for r in n.roles)),)
+    return [RoleOnNode(e.node, e.role) for phase in phases for e in phase]
 
 
 def is_client_role(role: str) -> bool:
@@ -61,12 +59,11 @@ def is_scheduler_role(role: str) -> bool:
     return any(role in s.role_names() for s in registry.schedulers().values())
 
 
-def clients(inventory: dict[str, Any]) -> list[str]:
+def clients(inventory: Inventory) -> list[str]:
     """The inventory's clients, else the nodes with a client role."""
-    listed: list[str] | None = inventory.get("clients")
-    if listed is not None:
-        return listed
-    return [n["name"] for n in inventory.get("nodes", []) if any(is_client_role(r) for r in n["roles"])]
+    if inventory.clients is not None:
+        return list(inventory.clients)
+    return [n.name for n in inventory.nodes if any(is_client_role(r) for r in n.roles)]
 
 
 def client_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
@@ -115,12 +112,12 @@ def judge_probe(a: str, b: str, login: str, result: Result) -> Check:
     return Check("FAIL", where, "mpi-fabric", last or f"exit status {result.rc}")
 
 
-def preflight_checks(lab: str, inventory: dict[str, Any], ssh: SshTransport, timeout: float) -> Iterator[Check]:
+def preflight_checks(lab: str, inventory: Inventory, ssh: SshTransport, timeout: float) -> Iterator[Check]:
     """Fabric on every node, tuning on servers, every role's health, the file system's
     cluster health on its first server, then MPI between each client pair."""
     first: tuple[str, str, str] | None = None
-    for node in inventory["nodes"]:
-        name, address, roles = node["name"], node.get("address", ""), node["roles"]
+    for node in inventory.nodes:
+        name, address, roles = node.name, node.address, node.roles
 
         def check(what: str, family: str, *args: str) -> Check:
             return judge_check(name, address, what, ssh.run(name, ssh.role_command(family, *args), timeout))
@@ -138,7 +135,7 @@ def preflight_checks(lab: str, inventory: dict[str, Any], ssh: SshTransport, tim
         yield judge_check(name, address, f"{family}-cluster",
                           ssh.run(name, ssh.role_command(family, "health", "cluster"), timeout))
     names = clients(inventory)
-    login = inventory.get("login") or (names[0] if names else "")
+    login = inventory.login or (names[0] if names else "")
     pairs = client_pairs(names)
     if not login or not pairs:
         yield Check("SKIP", login or "-", "mpi-fabric",
@@ -231,7 +228,7 @@ def essential_roles(family: str, node_config: str) -> set[str]:
     return set(done.output.split()) if done.ok else set()
 
 
-def full_reading(lab: str, inventory: dict[str, Any], transport: Transport, essential_config: str,
+def full_reading(lab: str, inventory: Inventory, transport: Transport, essential_config: str,
                  timeout: float) -> Reading:
     """Every role's health check and the file system's service, through the transport."""
     table = role_table(inventory)
@@ -248,13 +245,13 @@ def full_reading(lab: str, inventory: dict[str, Any], transport: Transport, esse
 
 # ---- lab-up's health wait and lab-status (a local lab) --------------------------------
 
-def cluster_role(inventory: dict[str, Any]) -> RoleOnNode | None:
+def cluster_role(inventory: Inventory) -> RoleOnNode | None:
     """Whose view of the whole file system counts (``health cluster``): the first server role."""
     table = role_table(inventory)
     return next((r for r in table if not is_client_role(r.role)), table[-1] if table else None)
 
 
-def ready(inventory: dict[str, Any], transport: Transport, timeout: float) -> tuple[bool, Result]:
+def ready(inventory: Inventory, transport: Transport, timeout: float) -> tuple[bool, Result]:
     """One look: the file system healthy (its cluster check) and every client mounted.
     Gives the cluster check's answer, to show when the wait runs out."""
     first = cluster_role(inventory)

@@ -6,13 +6,11 @@ local lab has nothing remote to check: ``scripts/lab status`` checks it."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pfslab import registry
-from pfslab.lifecycle import Refusal, build_dir, check_lab_name, health
+from pfslab.lifecycle import Refusal, build_dir, check_lab_name, health, inventory_at
 from pfslab.transport.ssh import SshTransport
 
 #: Seconds one check may take on a node (a cluster's health, a two-rank MPI job).
@@ -30,9 +28,9 @@ def preflight(args: Sequence[str]) -> int:
     inv_path = build / lab / "inventory.json"
     if not inv_path.is_file() or inv_path.stat().st_size == 0:
         raise Refusal(f"lab {lab} is not up (no {inv_path}); run 'make lab-up LAB={lab}'")
-    inventory = json.loads(inv_path.read_text())
-    target = inventory["target"]
-    if registry.target_of(inventory).namespaces:
+    inventory = inventory_at(inv_path)
+    target = inventory.target
+    if inventory.registry_target().namespaces:
         print(f"lab {lab}: local target; nothing remote to check (the nodes are namespaces of this host, "
               "'scripts/lab status' checks them)")
         return 0
@@ -41,7 +39,7 @@ def preflight(args: Sequence[str]) -> int:
         raise Refusal(f"lab {lab} has no SSH config ({config}); run 'make remote-up LAB={lab}'")
     ssh = SshTransport(config, os.environ.get("PFSLAB_REMOTE_ROOT") or "/opt/pfslab",
                        os.environ.get("PFSLAB_REMOTE_CONFIG") or "/etc/pfslab/node.json")
-    print(f"lab {lab} ({target}): preflight of {len(inventory['nodes'])} nodes over ssh", flush=True)
+    print(f"lab {lab} ({target}): preflight of {len(inventory.nodes)} nodes over ssh", flush=True)
     failed = 0
     for check in health.preflight_checks(lab, inventory, ssh, CHECK_TIMEOUT_S):
         print(check.line(), flush=True)

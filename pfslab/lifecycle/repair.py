@@ -19,9 +19,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pfslab.lifecycle import Refusal, health, log, mounts, status
+from pfslab.model import Inventory
 from pfslab.transport import Result, Transport, bounded
 
 TAG = "lab"
@@ -56,7 +57,7 @@ def _step(transport: Transport, at: health.RoleOnNode, step: str) -> None:
     sys.stderr.flush()
 
 
-def repair_pass(inventory: dict[str, Any], transport: Transport, how: str) -> int:
+def repair_pass(inventory: Inventory, transport: Transport, how: str) -> int:
     """Every role whose health fails runs ``up`` (``how`` 'restarting': ``stop`` first);
     how many did."""
     count = 0
@@ -73,15 +74,15 @@ def repair_pass(inventory: dict[str, Any], transport: Transport, how: str) -> in
     return count
 
 
-def repair_head_mount(inventory: dict[str, Any], host: Host) -> int:
+def repair_head_mount(inventory: Inventory, host: Host) -> int:
     """The host's view of the file system bound again to the first client's mount when it
     no longer answers; 1 when it was."""
     names = health.clients(inventory)
-    target = inventory["filesystem"]["mount"]
+    target = inventory.require_mount()
     if not names or host.answers(target):
         return 0
     head = names[0]
-    config = Path(inventory["local"]["state_root"]) / "nodes" / head / "node.json"
+    config = Path(inventory.state_root) / "nodes" / head / "node.json"
     try:
         source = json.loads(config.read_text())["paths"]["mount"]
     except (OSError, ValueError, KeyError, TypeError) as err:
@@ -91,7 +92,7 @@ def repair_head_mount(inventory: dict[str, Any], host: Host) -> int:
     return 1
 
 
-def converge(lab: str, inventory: dict[str, Any], transport: Transport, host: Host, seconds: int) -> Result:
+def converge(lab: str, inventory: Inventory, transport: Transport, host: Host, seconds: int) -> Result:
     """Repair, wait until healthy, repair harder if not, then the host's view; the cluster's
     last answer. Not healthy after the second wait: a refusal (the cluster's answer on stderr)."""
     repaired = repair_pass(inventory, transport, "repairing")

@@ -4,30 +4,29 @@ repair, :mod:`pfslab.lifecycle.repair`), and the table and mounts of lab-status,
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pfslab import KIT_ROOT
-from pfslab.lifecycle import Refusal, build_dir, check_lab_name, health
+from pfslab.lifecycle import Refusal, build_dir, check_lab_name, health, inventory_at
+from pfslab.model import Inventory
 from pfslab.transport import Result, Transport, bounded, for_lab
 
 #: Seconds one role's health check may take before it counts as not answering.
 CALL_TIMEOUT_S = 120
 
 
-def lab_of(lab: str) -> tuple[dict[str, Any], Transport]:
+def lab_of(lab: str) -> tuple[Inventory, Transport]:
     check_lab_name(lab)
     path = build_dir() / lab / "inventory.json"
     if not path.is_file():
         raise Refusal(f"lab {lab} is not up (no {path}); run 'make lab-up LAB={lab}'")
-    inventory = json.loads(path.read_text())
+    inventory = inventory_at(path)
     return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), "/opt/pfslab", "/etc/pfslab/node.json")
 
 
-def wait_ready(lab: str, inventory: dict[str, Any], transport: Transport, seconds: int, quiet: bool,
+def wait_ready(lab: str, inventory: Inventory, transport: Transport, seconds: int, quiet: bool,
                sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] = time.monotonic) -> tuple[int, Result]:
     """Until the file system is healthy and every client mounted: 0; after ``seconds``,
@@ -51,9 +50,8 @@ def status(lab: str, show: bool = True) -> int:
     mounts; 1 if any check fails. ``show=False`` judges the same without printing (make
     bench's check before a run)."""
     inventory, transport = lab_of(lab)
-    addresses = {n["name"]: n.get("address", "") for n in inventory.get("nodes", [])}
     if show:
-        print(f"lab {lab} ({inventory.get('title', '')}), target {inventory['target']}")
+        print(f"lab {lab} ({inventory.title}), target {inventory.target}")
         print(f"{'NODE':<8} {'ADDRESS':<14} {'ROLE':<12} STATE")
     rc = 0
     for at in health.role_table(inventory):
@@ -61,7 +59,7 @@ def status(lab: str, show: bool = True) -> int:
         state = "ok" if done.ok else "FAILED: " + "; ".join(done.output.strip("\n").splitlines())
         rc |= not done.ok
         if show:
-            print(f"{at.node:<8} {addresses.get(at.node, ''):<14} {at.role:<12} {state}", flush=True)
+            print(f"{at.node:<8} {inventory.address(at.node):<14} {at.role:<12} {state}", flush=True)
     first = health.cluster_role(inventory)
     if first is not None:
         cluster = transport.run(first.node, transport.role_command(first.family, "health", "cluster"), CALL_TIMEOUT_S)
@@ -69,7 +67,7 @@ def status(lab: str, show: bool = True) -> int:
             print(cluster.output, end="", flush=True)
         rc |= not cluster.ok
     if show:
-        print(f"mounts (each client's own, seen by benchmark ranks at {inventory['filesystem']['mount']}):")
+        print(f"mounts (each client's own, seen by benchmark ranks at {inventory.require_mount()}):")
         for line in lab_mounts(lab):
             print(f"  {line}")
     return rc

@@ -23,10 +23,11 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pfslab import KIT_ROOT, instance, names
 from pfslab.lifecycle import Refusal, check_lab_name, log, mounts
+from pfslab.model import BridgeClaim, Lab, ModelError
 
 TAG = "lab"
 #: Half-second polls a killed benchmark run gets to be gone.
@@ -73,8 +74,8 @@ class Host(Protocol):
     def run(self, argv: Sequence[str]) -> int:
         """Run a command, its output on stderr (stdout is the leftovers list); its status."""
 
-    def records(self) -> list[dict[str, Any]]:
-        """The resolved labs of the local labs up on this machine (/run/pfslab/*/lab.json)."""
+    def records(self) -> list[BridgeClaim]:
+        """What the resolved labs of the local labs up on this machine (/run/pfslab/*/lab.json)."""
 
     def remove_cgroup(self, path: str) -> None:
         """Move the cgroup's processes to its parent and remove it."""
@@ -101,18 +102,18 @@ class Instance:
     nodes: tuple[tuple[str, str], ...]
 
     @classmethod
-    def of(cls, resolved: dict[str, Any], build: Path | None = None) -> Instance:
+    def of(cls, resolved: Lab, build: Path | None = None) -> Instance:
         """From a resolved lab with its instance (build/<lab>/lab.json, pfslab lab show --instance)."""
-        try:
-            inst = resolved[instance.KEY]
-            lab = resolved["name"]
-            check_lab_name(lab)
-            return cls(lab, str((build or KIT_ROOT / "build") / lab), inst["run_root"], resolved["filesystem"]["mount"],
-                       resolved["targets"]["local"]["bridge"], inst["cgroup"], inst["netns_prefix"], inst["id"],
-                       tuple((n["netns"], n["veth"]) for n in inst["nodes"].values()))
-        except (KeyError, TypeError) as err:
-            raise Refusal(f"the resolved lab has no {err}: give a local lab's resolved copy "
-                          "(build/<lab>/lab.json, or 'pfslab lab show LAB --instance')") from None
+        inst = resolved.instance
+        for key, value in ((instance.KEY, inst), ("targets.local.bridge", resolved.bridge)):
+            if value is None:
+                raise Refusal(f"the resolved lab has no '{key}': give a local lab's resolved copy "
+                              "(build/<lab>/lab.json, or 'pfslab lab show LAB --instance')")
+        assert inst is not None and resolved.bridge is not None
+        check_lab_name(resolved.name)
+        return cls(resolved.name, str((build or KIT_ROOT / "build") / resolved.name), inst.run_root, resolved.mount,
+                   resolved.bridge, inst.cgroup, inst.netns_prefix, inst.id,
+                   tuple((n.netns, n.veth) for _, n in inst.nodes))
 
     @classmethod
     def load(cls, path: str) -> Instance:
@@ -122,7 +123,10 @@ class Instance:
             raise Refusal(f"cannot read the resolved lab {path}: {err}") from None
         if not isinstance(data, dict):
             raise Refusal(f"{path} is not a resolved lab (a JSON object)")
-        return cls.of(data)
+        try:
+            return cls.of(Lab.from_json(data, path))
+        except ModelError as err:
+            raise Refusal(str(err)) from None
 
     def holds(self, command_line: str) -> bool:
         """The command line names this instance's state or run root (plain text, not a pattern)."""
@@ -218,9 +222,8 @@ def sweep_bridge(inst: Instance, host: Host, kit: Path = KIT_ROOT) -> None:
     if not host.link_exists(inst.bridge):
         return
     for record in host.records():
-        other = record.get(instance.KEY) or {}
-        if other.get("id") != inst.id and (record.get("targets", {}).get("local") or {}).get("bridge") == inst.bridge:
-            log(TAG, f"left bridge {inst.bridge}: lab {record.get('name')} of {other.get('root')} uses it")
+        if record.id != inst.id and record.bridge == inst.bridge:
+            log(TAG, f"left bridge {inst.bridge}: lab {record.name} of {record.root} uses it")
             return
     if host.link_ports(inst.bridge):
         log(TAG, f"left bridge {inst.bridge}: it has ports that are not this lab's")
@@ -312,8 +315,8 @@ class LiveHost:
         sys.stdout.flush()
         return subprocess.run(list(argv), stdout=sys.stderr, check=False).returncode
 
-    def records(self) -> list[dict[str, Any]]:
-        return instance._records(names.RUN_BASE)
+    def records(self) -> list[BridgeClaim]:
+        return [BridgeClaim.from_json(r) for r in instance._records(names.RUN_BASE)]
 
     def remove_cgroup(self, path: str) -> None:
         parent = Path(path).parent / "cgroup.procs"

@@ -29,12 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
-from pfslab import KIT_ROOT, registry, site_health
-from pfslab.lifecycle import Refusal, build_dir, health, log
+from pfslab import KIT_ROOT, site_health
+from pfslab.lifecycle import Refusal, build_dir, health, inventory_at, log
 from pfslab.lifecycle.mounts import fuse_mounts_under, mounts_under
-from pfslab.transport import bounded, for_lab
+from pfslab.model import Inventory
+from pfslab.transport import Transport, bounded, for_lab
 from pfslab.transport.local import LocalTransport
 
 TAG = "watchdog"
@@ -59,7 +59,7 @@ class _Ended(Exception):
 class Watch:
     lab: str
     run_dir: Path
-    inventory: dict[str, Any]
+    inventory: Inventory
     #: The nodes are namespaces of this host (registry flag ``namespaces``): its daemons'
     #: pid files and client mounts are here, and a reading can be quick.
     namespaces: bool
@@ -84,7 +84,7 @@ class Watch:
         return health.full_reading(self.lab, self.inventory, self.transport(), self.essential_config(),
                                    self.call_timeout)
 
-    def transport(self) -> Any:
+    def transport(self) -> Transport:
         return for_lab(self.lab, self.inventory, KIT_ROOT, build_dir(), os.environ.get("PFSLAB_REMOTE_ROOT")
                        or "/opt/pfslab", "/etc/pfslab/node.json")
 
@@ -107,19 +107,18 @@ class Watch:
     def quick_problems(self) -> list[str]:
         """Every daemon of the lab instance alive (its pid file under the run root) and
         every client's mount there and answering, in milliseconds."""
-        local = self.inventory.get("local") or {}
         found = []
-        run_root = local.get("run_root")
+        run_root = self.inventory.run_root
         if run_root:
             for pidfile in sorted(Path(run_root).glob("*/*.pid")):
                 if not _alive(pidfile.read_text().strip()):
                     found.append(f"{pidfile.relative_to(run_root)}: not running")
-        state_root = local.get("state_root")
+        state_root = self.inventory.state_root
         if not state_root:
             return found
         mounts = mounts_under(state_root)
         found += [f"{m} does not answer" for m in mounts if not bounded(["stat", "-f", m], 10).ok]
-        wanted = len(self.inventory.get("clients") or [])
+        wanted = len(self.inventory.clients or [])
         if len(mounts) < wanted:
             found.append(f"{len(mounts)} of {wanted} client mounts are there")
         return found
@@ -144,10 +143,9 @@ class Watch:
         lab), and the run's processes on this host (working in the run's stage)."""
         pids: set[int] = set()
         if self.namespaces:
-            local = self.inventory.get("local") or {}
-            daemons = {p.read_text().strip() for p in Path(local.get("run_root") or "/nonexistent").glob("*/*.pid")}
-            for client in self.inventory.get("clients") or []:
-                netns = (local.get("netns") or {}).get(client)
+            daemons = {p.read_text().strip() for p in Path(self.inventory.run_root or "/nonexistent").glob("*/*.pid")}
+            for client in self.inventory.clients or []:
+                netns = self.inventory.netns.get(client)
                 if not netns:
                     continue
                 out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, check=False)
@@ -192,7 +190,7 @@ class Watch:
     def abort_fuse(self) -> None:
         """Abort the FUSE connections of the lab's client mounts: every request waiting
         on one fails, which frees processes SIGKILL alone cannot."""
-        state_root = (self.inventory.get("local") or {}).get("state_root")
+        state_root = self.inventory.state_root
         if not state_root:
             return
         ctl = Path("/sys/fs/fuse/connections")
@@ -286,11 +284,11 @@ def watchdog(args: Sequence[str]) -> int:
                          "whole seconds")
     if not watched.isdigit():
         raise Refusal(f"WATCHED_PID={watched} is not allowed; give the process id of the bench")
-    inventory = json.loads(inv_path.read_text())
-    target = registry.target_of(inventory)
+    inventory = inventory_at(inv_path)
+    target = inventory.registry_target()
     if not target.provisions:
         # A site lab's daemons are the site's: only its scheduler can say how its nodes are.
-        if (inventory.get("scheduler") or {}).get("type") != "slurm":
+        if inventory.scheduler_type != "slurm":
             log(TAG, f"lab {lab} is storage the kit did not install, without a scheduler to ask: no health watch "
                 "(a failing node fails its jobs)")
             return 0

@@ -14,9 +14,7 @@ never from the target's name.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from pfslab import registry
+from pfslab.model import Inventory
 from pfslab.transport.base import TIMED_OUT, Result, Transport, bounded, stream_lines
 from pfslab.transport.local import LocalTransport
 from pfslab.transport.ssh import SshTransport
@@ -24,11 +22,11 @@ from pfslab.transport.ssh import SshTransport
 __all__ = ["TIMED_OUT", "LocalTransport", "Result", "SshTransport", "Transport", "bounded", "for_lab", "stream_lines"]
 
 
-def for_lab(lab: str, inventory: dict[str, Any], kit_root: Path, build: Path, remote_root: str,
+def for_lab(lab: str, inventory: Inventory, kit_root: Path, build: Path, remote_root: str,
             remote_config: str) -> Transport:
     """The lab's transport, from its target's registry entry: namespaces of this host,
     else SSH with the lab's SSH config (build/<lab>/ssh/config)."""
-    target = registry.target_of(inventory)
+    target = inventory.registry_target()
     if target.namespaces:
         return LocalTransport.of_inventory(inventory, kit_root)
     return SshTransport(build / lab / "ssh" / "config", remote_root, remote_config)

@@ -11,8 +11,8 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pfslab.model import Inventory
 from pfslab.transport.base import Result, bounded, stream_lines
 
 
@@ -25,9 +25,8 @@ class LocalTransport:
     state_root: Path
 
     @classmethod
-    def of_inventory(cls, inventory: dict[str, Any], kit_root: Path) -> LocalTransport:
-        local = inventory.get("local") or {}
-        return cls(kit_root, dict(local.get("netns") or {}), Path(local.get("state_root") or "/nonexistent"))
+    def of_inventory(cls, inventory: Inventory, kit_root: Path) -> LocalTransport:
+        return cls(kit_root, dict(inventory.netns), Path(inventory.state_root or "/nonexistent"))
 
     def config(self, node: str) -> Path:
         return self.state_root / "nodes" / node / "node.json"

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from pfslab import labs, layout
 from pfslab.lifecycle import health
 from pfslab.lifecycle.health import Problem, RoleAnswer, RoleOnNode
+from pfslab.model import Inventory
 from pfslab.transport import TIMED_OUT, Result
 from pfslab.transport.ssh import SshTransport
 
 ESSENTIAL = {"mon", "mds", "osd", "client"}
 OK = Result(0, "")
+
+
+def inventory(**keys: object) -> Inventory:
+    """An inventory with what a test sets; the keys every inventory has besides."""
+    return Inventory.from_json({"target": "local", "filesystem": {"mount": "/mnt/pfs"}, "nodes": [], **keys})
 
 
 def answer(node: str, role: str, rc: int = 0, out: str = "") -> RoleAnswer:
@@ -78,9 +83,9 @@ def test_the_reading_joins_fatal_and_degraded_details() -> None:
 
 def test_role_table_follows_the_phases_else_the_nodes() -> None:
     nodes = [{"name": "a", "roles": ["ceph-osd"]}, {"name": "b", "roles": ["ceph-mon", "ceph-client"]}]
-    assert [(r.node, r.role) for r in health.role_table({"nodes": nodes})] == \
+    assert [(r.node, r.role) for r in health.role_table(inventory(nodes=nodes))] == \
         [("a", "ceph-osd"), ("b", "ceph-mon"), ("b", "ceph-client")]
-    phased = {"nodes": nodes, "phases": [[{"node": "b", "role": "ceph-mon"}], [{"node": "a", "role": "ceph-osd"}]]}
+    phased = inventory(nodes=nodes, phases=[[{"node": "b", "role": "ceph-mon"}], [{"node": "a", "role": "ceph-osd"}]])
     assert [r.role for r in health.role_table(phased)] == ["ceph-mon", "ceph-osd"]
 
 
@@ -117,8 +122,8 @@ class Recording(SshTransport):
 
 
 def test_preflight_checks_fabric_everywhere_tuning_on_servers_every_role_then_the_cluster_and_mpi() -> None:
-    inv = {"nodes": [{"name": "mgmt0", "roles": ["beegfs-mgmt"]}, {"name": "cli0", "roles": ["beegfs-client"]},
-                     {"name": "cli1", "roles": ["beegfs-client"]}]}
+    inv = inventory(nodes=[{"name": "mgmt0", "roles": ["beegfs-mgmt"]}, {"name": "cli0", "roles": ["beegfs-client"]},
+                           {"name": "cli1", "roles": ["beegfs-client"]}])
     ssh = Recording()
     checks: Iterator[health.Check] = health.preflight_checks("bg", inv, ssh, 60)
     assert [c.what for c in checks] == ["fabric", "tuning", "beegfs-mgmt", "fabric", "beegfs-client", "fabric",
@@ -154,8 +159,8 @@ class Answers:
         raise NotImplementedError
 
 
-CEPH = {"nodes": [{"name": "cli0", "roles": ["ceph-client"]}, {"name": "mon0", "roles": ["ceph-mon"]},
-                  {"name": "cli1", "roles": ["ceph-client"]}]}
+CEPH = inventory(nodes=[{"name": "cli0", "roles": ["ceph-client"]}, {"name": "mon0", "roles": ["ceph-mon"]},
+                        {"name": "cli1", "roles": ["ceph-client"]}])
 
 
 def test_ready_asks_the_first_server_for_the_cluster_then_every_client() -> None:
@@ -172,14 +177,14 @@ def test_not_ready_while_the_cluster_warns_or_a_client_is_not_mounted() -> None:
     assert health.ready(CEPH, unmounted, 5)[0] is False
 
 
-def _lab_inventory(name: str, with_phases: bool = True) -> dict[str, Any]:
+def _lab_inventory(name: str, with_phases: bool = True) -> Inventory:
     """The inventory's roles as the local root writes them: the lab plan's phases and nodes."""
     derived = layout.resolved(labs.load(name))[layout.KEY]
-    return {"nodes": derived["nodes"], **({"phases": derived["phases"]} if with_phases else {})}
+    return inventory(nodes=derived["nodes"], **({"phases": derived["phases"]} if with_phases else {}))
 
 
-def _start_order(inventory: dict[str, Any]) -> list[str]:
-    roles = [r.role for r in health.role_table(inventory)]
+def _start_order(inv: Inventory) -> list[str]:
+    roles = [r.role for r in health.role_table(inv)]
     return [r for i, r in enumerate(roles) if i == 0 or roles[i - 1] != r]
 
 

@@ -6,27 +6,29 @@ the README name) count what was repaired. Also lab-status's mounts (status.py)."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pfslab.lifecycle import Refusal, health_command, repair, status
+from pfslab.model import Inventory, Node
 from pfslab.transport import Result
 
 
-def inventory(state_root: Path) -> dict[str, Any]:
+def inventory(state_root: Path) -> Inventory:
     """A ceph lab: mon0 (mon, mds), osd0, cli0 (client); its head's node config written."""
     node = state_root / "nodes" / "cli0"
     node.mkdir(parents=True)
     (node / "node.json").write_text(json.dumps({"paths": {"mount": "/s/lab/cli0/mnt"}}))
-    return {"target": "local", "filesystem": {"mount": "/mnt/pfs"}, "clients": ["cli0"],
-            "local": {"state_root": str(state_root), "netns": {}},
-            "phases": [[{"node": "mon0", "role": "ceph-mon"}], [{"node": "mon0", "role": "ceph-mds"}],
-                       [{"node": "osd0", "role": "ceph-osd"}], [{"node": "cli0", "role": "ceph-client"}]]}
+    return Inventory.from_json({
+        "target": "local", "filesystem": {"mount": "/mnt/pfs"}, "clients": ["cli0"], "nodes": [],
+        "local": {"state_root": str(state_root), "netns": {}},
+        "phases": [[{"node": "mon0", "role": "ceph-mon"}], [{"node": "mon0", "role": "ceph-mds"}],
+                   [{"node": "osd0", "role": "ceph-osd"}], [{"node": "cli0", "role": "ceph-client"}]]})
 
 
 @dataclass
@@ -161,7 +163,7 @@ def test_status_lists_only_the_labs_mounts_under_the_header(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PFSLAB_BUILD", str(tmp_path / "build"))
     inv = inventory(tmp_path / "state")
-    inv["nodes"] = [{"name": n, "address": "10.0.0.1", "roles": []} for n in ("mon0", "osd0", "cli0")]
+    inv = dataclasses.replace(inv, nodes=tuple(Node(n, "10.0.0.1") for n in ("mon0", "osd0", "cli0")))
     monkeypatch.setattr(status, "lab_of", lambda lab: (inv, FakeLab(dead={("osd0", "osd")})))
     under = f"{tmp_path}/build/lab1/lab"
     table = f"/ /dev/sda1 ext4\n{under}/cli0/mnt ceph-fuse fuse.ceph-fuse\n{tmp_path}/build/lab10/lab/x a b\n"

@@ -16,6 +16,7 @@ import pytest
 from pfslab import cli, instance, labs, layout
 from pfslab.lifecycle import Refusal, teardown
 from pfslab.lifecycle.teardown import Instance
+from pfslab.model import BridgeClaim, Lab
 
 KIT = Path("/w/k+1.0")
 BUILD = KIT / "build"
@@ -29,7 +30,7 @@ def resolved(name: str = "lo+c.al", root: Path = KIT, bridge: str | None = None)
 
 
 def of(lab: dict[str, Any], build: Path = BUILD) -> Instance:
-    return Instance.of(lab, build)
+    return Instance.of(Lab.from_json(lab), build)
 
 
 @dataclass
@@ -42,7 +43,7 @@ class FakeHost:
     ports: dict[str, list[str]] = field(default_factory=dict)
     paths: set[str] = field(default_factory=set)
     dirs: set[str] = field(default_factory=set)
-    lab_records: list[dict[str, Any]] = field(default_factory=list)
+    lab_records: list[BridgeClaim] = field(default_factory=list)
     ran: list[list[str]] = field(default_factory=list)
     killed: list[int] = field(default_factory=list)
     unmounted: list[str] = field(default_factory=list)
@@ -106,7 +107,7 @@ class FakeHost:
                 self.dirs.discard(path)
         return 0
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[BridgeClaim]:
         return self.lab_records
 
     def remove_cgroup(self, path: str) -> None:
@@ -212,12 +213,13 @@ def test_another_instances_bridge_is_kept(capsys: pytest.CaptureFixture[str]) ->
     inst = of(mine)
     assert other["targets"]["local"]["bridge"] == inst.bridge
     # This instance's own record (still there if its cleanup failed) does not keep it.
-    host = FakeHost(links={inst.bridge}, lab_records=[mine, other])
+    host = FakeHost(links={inst.bridge}, lab_records=[BridgeClaim.from_json(mine), BridgeClaim.from_json(other)])
     teardown.sweep_bridge(inst, host, KIT)
     assert inst.bridge in host.links and host.ran == []
     assert f"[lab] left bridge {inst.bridge}: lab local of /home/bob/pfslab uses it\n" in capsys.readouterr().err
     # A lab on another bridge does not keep it.
-    host = FakeHost(links={inst.bridge}, lab_records=[mine, resolved(name="local", root=Path("/b"), bridge="pfslab7")])
+    host = FakeHost(links={inst.bridge}, lab_records=[BridgeClaim.from_json(mine),
+                                                          BridgeClaim.from_json(resolved(name="local", root=Path("/b"), bridge="pfslab7"))])
     teardown.sweep_bridge(inst, host, KIT)
     assert inst.bridge not in host.links
 

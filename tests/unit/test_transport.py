@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pfslab import registry, transport
+from pfslab.model import Inventory
 from pfslab.transport import TIMED_OUT, bounded, for_lab
 from pfslab.transport.local import LocalTransport
 from pfslab.transport.ssh import SshTransport, unreachable_reason
@@ -57,7 +58,8 @@ def test_local_runs_through_node_exec_with_the_node_namespace_and_config(tmp_pat
     # A stand-in node-exec: no namespace, the role's view of its config only.
     _script(tmp_path / "kit/scripts/local/node-exec", 'echo "netns=$1"; PFSLAB_NODE_CONFIG=$2 exec "${@:3}"\n')
     _script(tmp_path / "kit/scripts/roles/ceph", 'echo "config=$PFSLAB_NODE_CONFIG $*"; exit 3\n')
-    local = LocalTransport.of_inventory({"local": {"netns": {"mon0": "x-mon0"}, "state_root": "/s"}},
+    local = LocalTransport.of_inventory(Inventory.from_json({"target": "local", "nodes": [], "filesystem": {"mount": "/m"},
+                                                                     "local": {"netns": {"mon0": "x-mon0"}, "state_root": "/s"}}),
                                         tmp_path / "kit")
     done = local.run("mon0", local.role_command("ceph", "health", "service"), 5)
     assert (done.rc, done.output) == (3, "netns=x-mon0\nconfig=/s/nodes/mon0/node.json health service\n")
@@ -80,7 +82,8 @@ def test_stream_gives_lines_as_they_come(tmp_path: Path) -> None:
 
 
 def test_the_transport_follows_the_target_flag_not_its_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    inv = {"target": "local", "local": {"netns": {}, "state_root": "/s"}}
+    inv = Inventory.from_json({"target": "local", "nodes": [], "filesystem": {"mount": "/m"},
+                               "local": {"netns": {}, "state_root": "/s"}})
     assert isinstance(for_lab("l", inv, tmp_path, tmp_path / "build", "/opt/pfslab", "/c"), LocalTransport)
     # The same name with namespaces false is reached over SSH.
     real = registry.targets()
