@@ -82,6 +82,8 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             return teardown.main(args.lab_command, args.lab if args.lab_command == "stop-bench" else args.resolved)
         except lifecycle.Refusal as err:
             return lifecycle.refuse(teardown.TAG, err)
+    if args.lab_command in ("phases", "diagnose"):
+        return _lab_remote(args)
     lab = labs.load(args.lab)
     if args.lab_command == "check":
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
@@ -128,6 +130,24 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lab_remote(args: argparse.Namespace) -> int:
+    """A remote lab's phases and its one-line reasons (pfslab/lifecycle/phases.py, reach.py):
+    refusals in scripts/lib/common.sh's die form, with the caller's log tag."""
+    from pfslab import lifecycle
+    from pfslab.lifecycle import phases, reach, status
+
+    tag = os.environ.get("PFSLAB_LOG_TAG") or "pfslab"
+    try:
+        if args.lab_command == "phases":
+            return phases.main(args.lab, args.action)
+        inventory, _ = status.lab_of(args.lab)
+        print(reach.diagnose(args.lab, inventory, args.node, sys.stdin.read(),
+                             lifecycle.build_dir() / args.lab / "ssh"))
+        return 0
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(tag, err)
+
+
 def _add_lab(sub: Subparsers) -> None:
     p = sub.add_parser("lab", help="list, validate and read lab files", description="Lab files under labs/.")
     actions = p.add_subparsers(dest="lab_command", required=True, metavar="ACTION")
@@ -156,6 +176,15 @@ def _add_lab(sub: Subparsers) -> None:
     # A local lab's teardown proof (scripts/lab down; pfslab/lifecycle/teardown.py).
     actions.add_parser("stop-bench", help="end a benchmark run of the lab still running on this machine"
                        ).add_argument("lab")
+    # A remote lab's bring-up and lab-down (scripts/lib/remote.sh; pfslab/lifecycle/phases.py).
+    phases = actions.add_parser("phases", help="start (up) or stop (down, reverse order) a remote lab's roles phase by "
+                                "phase over SSH, each step bounded (PFSLAB_ROLE_STEP_TIMEOUT)")
+    phases.add_argument("lab")
+    phases.add_argument("action", help="up or down")
+    diagnose = actions.add_parser("diagnose", help="one line saying why ssh to a remote lab's node failed and what to "
+                                  "do, from ssh's messages on stdin")
+    diagnose.add_argument("lab")
+    diagnose.add_argument("node")
     actions.add_parser("sweep", help="stop a local lab's bench, remove by name what is left of it (processes, mounts, "
                        "namespaces, links, its bridge unless another lab uses it, cgroups, files), then print what "
                        "still is, one a line; exit 1 if anything").add_argument(

@@ -5,6 +5,7 @@ repair, :mod:`pfslab.lifecycle.repair`), and the table and mounts of lab-status,
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +25,9 @@ def lab_of(lab: str) -> tuple[dict[str, Any], Transport]:
     if not path.is_file():
         raise Refusal(f"lab {lab} is not up (no {path}); run 'make lab-up LAB={lab}'")
     inventory = json.loads(path.read_text())
-    return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), "/opt/pfslab", "/etc/pfslab/node.json")
+    # The kit on a remote lab's nodes: PFSLAB_REMOTE_ROOT, as for scripts/lib/remote.sh.
+    return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), os.environ.get("PFSLAB_REMOTE_ROOT") or "/opt/pfslab",
+                              "/etc/pfslab/node.json")
 
 
 def wait_ready(lab: str, inventory: dict[str, Any], transport: Transport, seconds: int, quiet: bool,

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from pfslab import registry
-from pfslab.transport.base import TIMED_OUT, Result, Transport, bounded, stream_lines
+from pfslab.transport.base import TIMED_OUT, Result, Transport, bounded, bounded_shown, stream_lines
 from pfslab.transport.local import LocalTransport
 from pfslab.transport.ssh import SshTransport
 
-__all__ = ["TIMED_OUT", "LocalTransport", "Result", "SshTransport", "Transport", "bounded", "for_lab", "stream_lines"]
+__all__ = ["TIMED_OUT", "LocalTransport", "Result", "SshTransport", "Transport", "bounded", "bounded_shown", "for_lab", "stream_lines"]
 
 
 def for_lab(lab: str, inventory: dict[str, Any], kit_root: Path, build: Path, remote_root: str,

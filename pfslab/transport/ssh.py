@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pfslab.transport.base import Result, bounded, stream_lines
+from pfslab.transport.base import Result, bounded, bounded_shown, stream_lines
 
 #: ssh's exit status when it could not reach the node (not the command's).
 SSH_FAILED = 255
@@ -44,6 +44,9 @@ class SshTransport:
 
     def run(self, node: str, command: Sequence[str], timeout: float) -> Result:
         return bounded(self.argv(node, command), timeout)
+
+    def run_shown(self, node: str, command: Sequence[str], timeout: float) -> Result:
+        return bounded_shown(self.argv(node, command), timeout)
 
     def run_shell(self, node: str, script: str, timeout: float) -> Result:
         return bounded(self.shell_argv(node, script), timeout)

@@ -209,34 +209,11 @@ remote_ssh_in() {
 remote_addr() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_address // .address' "$(remote_inv "$1")"; }
 remote_jump() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_jump // empty' "$(remote_inv "$1")"; }
 
-# One line saying why ssh to a node failed and what to do, from ssh's own messages.
+# One line saying why ssh to a node failed and what to do, from ssh's own messages
+# (pfslab/lifecycle/reach.py, which the phases' "lost NODE" line uses too).
 # Usage: remote_diagnose LAB NODE SSH_OUTPUT
 remote_diagnose() {
-  local lab=$1 node=$2 out=$3 addr jump key user where again seen known
-  addr=$(remote_addr "$lab" "$node")
-  jump=$(remote_jump "$lab" "$node")
-  key=$(jq -r --arg d "$(remote_dir "$lab")/ssh" '.ssh.key // "\($d)/id_ed25519"' "$(remote_inv "$lab")")
-  user=$(jq -r '.ssh.user // "root"' "$(remote_inv "$lab")")
-  where="host $node ($addr${jump:+, through $jump})"
-  again="then run 'make lab-up LAB=$lab' again (it resumes)"
-  case $out in
-    *"REMOTE HOST IDENTIFICATION HAS CHANGED"* | *"Host key verification failed"*)
-      # Never "remove the old key": that trusts whichever machine answers now. The
-      # user compares fingerprints through a channel ssh does not go through.
-      seen=$(grep -o 'SHA256:[A-Za-z0-9+/=]*' <<<"$out" | head -n 1) || true
-      known=$(remote_dir "$lab")/ssh/known_hosts
-      echo "$where: its SSH host key${seen:+ ($seen)} is not the one recorded in $known, so nothing was sent to it (a reinstalled host, or another machine at that address); do not remove the recorded key on trust: compare, on the host's own console, 'ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub' with the key ssh was shown, and only if they match replace $node's line in $known, $again" ;;
-    *"Permission denied"*)
-      echo "$where refuses the lab's key $key for $user (Permission denied): authorise ${key}.pub in ~$user/.ssh/authorized_keys on it, $again" ;;
-    *"timed out"* | *"No route to host"* | *"Network is unreachable"* | *"Could not resolve"*)
-      echo "$where does not answer (${out##*: }): is it powered on and on the network? Bring it back, $again" ;;
-    *"Connection refused"* | *"connect failed"* | *"open failed"*)
-      echo "$where: nothing accepts SSH connections on port 22 (connection refused: its sshd is not running); start sshd on it, $again" ;;
-    *"closed by"* | *"Connection reset"* | *"Broken pipe"* | *"timeout"*)
-      echo "$where closed the SSH connection (restarting or shutting down?); when it answers again, $again" ;;
-    *)
-      echo "$where cannot be reached over SSH ($(tail -n 1 <<<"$out")); $again" ;;
-  esac
+  PFSLAB_BUILD="$REMOTE_BUILD" pfslab lab diagnose "$1" "$2" <<<"$3"
 }
 
 # Fail with that line unless NODE answers over SSH.
@@ -295,14 +272,6 @@ remote_timed() {
     die "$what on node $node of lab $lab did not finish within ${limit}s, its limit; if it needs longer, run the command again with $var=<seconds> in its environment (default $default)"
   fi
   return "$rc"
-}
-
-# A role step on a node, with its node config: remote_role LAB NODE FAMILY ACTION COMPONENT
-remote_role() {
-  local lab=$1 node=$2 family=$3 action=$4 component=$5 opts
-  mapfile -t opts < <(remote_opts "$lab")
-  remote_timed "$lab" "$node" "role step '$family $action $component'" PFSLAB_ROLE_STEP_TIMEOUT 1800 \
-    ssh -n "${opts[@]}" "$(remote_target "$lab" "$node")" "PFSLAB_NODE_CONFIG=$REMOTE_CONFIG $REMOTE_ROOT/scripts/roles/$family $action $component"
 }
 
 remote_nodes() { jq -r '.nodes[].name' "$(remote_inv "$1")"; }
@@ -416,33 +385,13 @@ remote_copy_cluster() {
   done
 }
 
-# Start the roles phase by phase: every "node/role" of a phase runs `up`, in order.
-remote_start_phases() {
-  local lab=$1 inv count i node role
-  inv=$(remote_inv "$lab")
-  count=$(jq '.phases | length' "$inv")
-  for ((i = 0; i < count; i++)); do
-    while read -r node role; do
-      [[ -n $node ]] || continue
-      log "phase $i: $role up on $node"
-      remote_role "$lab" "$node" "${role%%-*}" up "${role#*-}" >&2 ||
-        remote_step_failed "$lab" "$node" $? "$role up (phase $i)"
-    done < <(jq -r --argjson i "$i" '.phases[$i][] | "\(.node) \(.role)"' "$inv")
-  done
-}
-
-# Stop the roles in reverse phase order (existing hosts outlive the lab).
-remote_stop_phases() {
-  local lab=$1 inv count i node role
-  inv=$(remote_inv "$lab")
-  count=$(jq '.phases | length' "$inv")
-  for ((i = count - 1; i >= 0; i--)); do
-    while read -r node role; do
-      [[ -n $node ]] || continue
-      # In a subshell: a stop that runs out of time is named, and the others still run.
-      (remote_role "$lab" "$node" "${role%%-*}" stop "${role#*-}") >&2 || log "could not stop $role on $node (ignored)"
-    done < <(jq -r --argjson i "$i" '.phases[$i][] | "\(.node) \(.role)"' "$inv")
-  done
+# Start the roles phase by phase (up), or stop them in reverse phase order (down;
+# existing hosts outlive the lab): pfslab/lifecycle/phases.py, each step bounded by
+# PFSLAB_ROLE_STEP_TIMEOUT, a failure named as remote_step_failed names it.
+# Usage: remote_phases LAB up|down
+remote_phases() {
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_REMOTE_ROOT="$REMOTE_ROOT" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" \
+    pfslab lab phases "$1" "$2"
 }
 
 remote_preflight() {
@@ -465,7 +414,7 @@ remote_up() {
   remote_kit_sync "$lab"
   remote_boot_hosts "$lab"
   remote_copy_cluster "$lab"
-  remote_start_phases "$lab"
+  remote_phases "$lab" up
   # The login node first: preflight's MPI probe runs there, with the kit, the inner key
   # and the lab's inventory that login_setup puts there.
   login_setup "$lab"
