@@ -68,6 +68,12 @@ def seconds_setting(env: Mapping[str, str], var: str, default: int, zero: bool =
     return int(value)
 
 
+def out_of_time(lab: str, node: str, what: str, var: str, default: int, limit: int) -> Refusal:
+    """A step on a node stopped at its limit, named with the variable that raises it."""
+    return Refusal(f"{what} on node {node} of lab {lab} did not finish within {limit}s, its limit; if it needs "
+                   f"longer, run the command again with {var}=<seconds> in its environment (default {default})")
+
+
 class Phases:
     """The phases of one lab, stepped through its transport; lines on stderr with ``tag``."""
 
@@ -87,9 +93,8 @@ class Phases:
         done = self.transport.run_shown(at.node, self.transport.role_command(at.family, action, at.component),
                                         self.limit)
         if done.rc == TIMED_OUT and self.clock.monotonic() - start >= self.limit:
-            raise Refusal(f"role step '{at.family} {action} {at.component}' on node {at.node} of lab {self.lab} "
-                          f"did not finish within {self.limit}s, its limit; if it needs longer, run the command "
-                          f"again with {STEP_VAR}=<seconds> in its environment (default {STEP_DEFAULT})")
+            raise out_of_time(self.lab, at.node, f"role step '{at.family} {action} {at.component}'", STEP_VAR,
+                              STEP_DEFAULT, self.limit)
         return done
 
     def failed(self, node: str, rc: int, what: str) -> Refusal:

@@ -54,6 +54,16 @@ class SshTransport:
     def copy(self, node: str, source: Path, destination: str, timeout: float) -> Result:
         return bounded(["scp", "-F", str(self.ssh_config), "-q", str(source), f"{node}:{destination}"], timeout)
 
+    def copy_between(self, source: str, paths: Sequence[str], node: str, directory: str, timeout: float) -> Result:
+        """Files of node ``source`` into ``directory`` on ``node``, host to host through
+        this machine (scp -3: the bytes pass through its memory, never its disk), modes
+        kept; scp's messages go to stderr as they come."""
+        return bounded_shown(["scp", "-3", "-q", "-p", "-F", str(self.ssh_config),
+                              *(f"{source}:{p}" for p in paths), f"{node}:{directory}/"], timeout)
+
+    def run_shell_shown(self, node: str, script: str, timeout: float) -> Result:
+        return bounded_shown(self.shell_argv(node, script), timeout)
+
     def stream(self, node: str, command: Sequence[str]) -> Iterator[str]:
         return stream_lines(self.argv(node, command))
 

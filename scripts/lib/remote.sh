@@ -343,46 +343,11 @@ remote_boot_hosts() {
 
 # Copy the cluster's files from the bootstrap node (the first node of the first phase)
 # to every other node, host to host through this machine (scp -3): secrets never touch
-# this machine's disk and are never printed. Each node gets only what its roles use
-# (cluster_files_for, scripts/lib/cluster-files.sh: no mon. or admin key on a client),
-# into a directory of mode 700, modes kept. Nothing to do when the bootstrap node made
-# no cluster files (NFS, GPFS) and the lab has no Slurm.
+# this machine's disk and are never printed; each node gets only what its roles use
+# (pfslab/lifecycle/cluster_copy.py, bounded by PFSLAB_COPY_TIMEOUT).
 remote_copy_cluster() {
-  local lab=$1 inv boot path node opts have file files srcs roles
-  inv=$(remote_inv "$lab")
-  boot=$(jq -r '.phases[0][0].node // empty' "$inv")
-  path=$(jq -r '.cluster_path // "/etc/pfslab/cluster"' "$inv")
-  [[ -n $boot ]] || return 0
-  # A lab with Slurm: its MUNGE key is made once on the bootstrap node, with the other
-  # cluster files, by the kit there (the key never leaves the lab's nodes).
-  if jq -e '[.nodes[].roles[] | select(startswith("slurm-"))] | length > 0' "$inv" >/dev/null; then
-    remote_ssh "$lab" "$boot" "bash -c 'set -e; source $REMOTE_ROOT/scripts/lib/common.sh; source $REMOTE_ROOT/scripts/lib/cluster-files.sh; mkdir -p $path; chmod 700 $path; umask 077; munge_key_make $path/munge.key'" ||
-      die "cannot make the lab's munge key in $path on $boot"
-  fi
-  # Only the names: which files there are is no secret.
-  have=$(remote_ssh "$lab" "$boot" "ls -A '$path' 2>/dev/null" 2>/dev/null) || have=
-  if [[ -z $have ]]; then
-    log "the bootstrap node $boot has no cluster files in $path; nothing to distribute"
-    return 0
-  fi
-  mapfile -t opts < <(remote_opts "$lab")
-  for node in $(remote_nodes "$lab"); do
-    [[ $node == "$boot" ]] && continue
-    mapfile -t roles < <(jq -r --arg n "$node" '.nodes[] | select(.name == $n) | .roles[]' "$inv")
-    files=()
-    while read -r file; do
-      [[ -n $file ]] && grep -qxF -- "$file" <<<"$have" && files+=("$file")
-    done < <(cluster_files_for "${roles[@]}")
-    ((${#files[@]})) || continue
-    srcs=()
-    for file in "${files[@]}"; do srcs+=("$(remote_target "$lab" "$boot"):$path/$file"); done
-    remote_ssh "$lab" "$node" "mkdir -p '$path' && chmod 700 '$path'" ||
-      die "cannot create $path on node $node of lab $lab"
-    remote_timed "$lab" "$node" "copying the cluster files from $boot" PFSLAB_COPY_TIMEOUT 600 \
-      scp -3 -q -p "${opts[@]}" "${srcs[@]}" "$(remote_target "$lab" "$node"):$path/" ||
-      die "copying the cluster files from $boot to $node failed"
-    log "copied to $node what its roles use: ${files[*]}"
-  done
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_REMOTE_ROOT="$REMOTE_ROOT" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" \
+    pfslab lab cluster-copy "$1"
 }
 
 # Start the roles phase by phase (up), or stop them in reverse phase order (down;

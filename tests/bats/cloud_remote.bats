@@ -50,8 +50,9 @@ remote_up() {
   assert_success
   assert_line "preflight: every check passed on lab aws-cephfs"
   r="PFSLAB_NODE_CONFIG=/etc/pfslab/node.json /opt/pfslab/scripts/roles"
-  # The commands up to preflight, in order (preflight's own ssh calls follow). The role
-  # steps go through the kit's SSH transport (pfslab/transport/ssh.py: -F before -n).
+  # The commands up to preflight, in order (preflight's own ssh calls follow). The cluster
+  # files' copy and the role steps go through the kit's SSH transport (pfslab/transport/ssh.py:
+  # -F before -n).
   # (The kit's digest check and unpack on each node are the next test's.)
   grep -vE 'pfslab-manifest|pfslab-kit-sync' "$SHIM_LOG" >"$SHIM_LOG.main"
   SHIM_LOG=$SHIM_LOG.main
@@ -63,10 +64,10 @@ ssh -n $O mon0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O mon0 cloud-init status
 ssh -n $O osd0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O osd0 cloud-init status
-ssh -n $O mon0 ls -A '/etc/pfslab/cluster' 2>/dev/null
-ssh -n $O osd0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
+ssh $O -n mon0 ls -A '/etc/pfslab/cluster' 2>/dev/null
+ssh $O -n osd0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
 scp -3 -q -p $O mon0:/etc/pfslab/cluster/ceph.client.bootstrap-osd.keyring mon0:/etc/pfslab/cluster/ceph.conf osd0:/etc/pfslab/cluster/
-ssh -n $O cli0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
+ssh $O -n cli0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
 scp -3 -q -p $O mon0:/etc/pfslab/cluster/ceph.client.pfslab.keyring mon0:/etc/pfslab/cluster/ceph.conf cli0:/etc/pfslab/cluster/
 ssh $O -n mon0 $r/ceph up mon
 ssh $O -n mon0 $r/ceph up mgr
