@@ -82,7 +82,7 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             return teardown.main(args.lab_command, args.lab if args.lab_command == "stop-bench" else args.resolved)
         except lifecycle.Refusal as err:
             return lifecycle.refuse(teardown.TAG, err)
-    if args.lab_command in ("phases", "diagnose", "cluster-copy"):
+    if args.lab_command in ("phases", "diagnose", "cluster-copy", "step-failed"):
         return _lab_remote(args)
     lab = labs.load(args.lab)
     if args.lab_command == "check":
@@ -142,6 +142,8 @@ def _lab_remote(args: argparse.Namespace) -> int:
             return phases.main(args.lab, args.action)
         if args.lab_command == "cluster-copy":
             return cluster_copy.main(args.lab)
+        if args.lab_command == "step-failed":
+            return phases.step_failed_main(args.lab, args.node, args.status, args.what)
         inventory, _ = status.lab_of(args.lab)
         print(reach.diagnose(args.lab, inventory, args.node, sys.stdin.read(),
                              lifecycle.build_dir() / args.lab / "ssh"))
@@ -186,6 +188,10 @@ def _add_lab(sub: Subparsers) -> None:
     actions.add_parser("cluster-copy", help="copy a remote lab's cluster files from its bootstrap node to the nodes "
                        "whose roles use them, host to host (scp -3), never through this machine's disk"
                        ).add_argument("lab")
+    failed = actions.add_parser("step-failed", help="say why a step on a remote lab's node failed (ssh's 255: the node "
+                                "restarted or was lost, PFSLAB_RESTART_WAIT) and exit 2")
+    for name in ("lab", "node", "status", "what"):
+        failed.add_argument(name)
     diagnose = actions.add_parser("diagnose", help="one line saying why ssh to a remote lab's node failed and what to "
                                   "do, from ssh's messages on stdin")
     diagnose.add_argument("lab")

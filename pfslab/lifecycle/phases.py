@@ -74,6 +74,37 @@ def out_of_time(lab: str, node: str, what: str, var: str, default: int, limit: i
                    f"longer, run the command again with {var}=<seconds> in its environment (default {default})")
 
 
+def step_failed(lab: str, inventory: dict[str, Any], transport: StepTransport, node: str, rc: int, what: str,
+                wait: int, clock: Clock) -> Refusal:
+    """Why a step on a node failed: ssh's own failure (255) is the node going away in the
+    middle (restarted, powered off), not the step's fault (scripts/lib/remote.sh's
+    remote_step_failed asks the same, ``pfslab lab step-failed``)."""
+    if rc != SSH_FAILED:
+        return Refusal(f"{what} failed on {node} of lab {lab} (exit status {rc}; its output is above); "
+                       f"fix it, then run 'make lab-up LAB={lab}' again")
+    # A host that restarts answers again within moments; one that is gone does not.
+    waited = 0
+    while True:
+        probe = transport.run(node, ["true"], PROBE_TIMEOUT_S)
+        if probe.ok:
+            return Refusal(f"host {node} restarted during {what} (its SSH connection broke, and it answers "
+                           f"again); run 'make lab-up LAB={lab}' again (it resumes)")
+        if waited >= wait:
+            why = reach.diagnose(lab, inventory, node, probe.output, build_dir() / lab / "ssh")
+            return Refusal(f"lost {node} during {what}: {why}")
+        clock.sleep(PROBE_EVERY_S)
+        waited += PROBE_EVERY_S
+
+
+def step_failed_main(lab: str, node: str, rc: str, what: str) -> int:
+    """``pfslab lab step-failed``: the refusal for a failed step, always (exit 2)."""
+    if not (rc.isascii() and rc.isdigit()):
+        raise Refusal(f"exit status {rc!r} is not a number")
+    inventory, transport = status.lab_of(lab)
+    raise step_failed(lab, inventory, transport, node, int(rc), what,
+                      seconds_setting(os.environ, WAIT_VAR, WAIT_DEFAULT, zero=True), RealClock())
+
+
 class Phases:
     """The phases of one lab, stepped through its transport; lines on stderr with ``tag``."""
 
@@ -98,23 +129,7 @@ class Phases:
         return done
 
     def failed(self, node: str, rc: int, what: str) -> Refusal:
-        """Why a step failed: ssh's own failure (255) is the node going away in the
-        middle (restarted, powered off), not the step's fault."""
-        if rc != SSH_FAILED:
-            return Refusal(f"{what} failed on {node} of lab {self.lab} (exit status {rc}; its output is above); "
-                           f"fix it, then run 'make lab-up LAB={self.lab}' again")
-        # A host that restarts answers again within moments; one that is gone does not.
-        waited = 0
-        while True:
-            probe = self.transport.run(node, ["true"], PROBE_TIMEOUT_S)
-            if probe.ok:
-                return Refusal(f"host {node} restarted during {what} (its SSH connection broke, and it answers "
-                               f"again); run 'make lab-up LAB={self.lab}' again (it resumes)")
-            if waited >= self.wait:
-                why = reach.diagnose(self.lab, self.inventory, node, probe.output, build_dir() / self.lab / "ssh")
-                return Refusal(f"lost {node} during {what}: {why}")
-            self.clock.sleep(PROBE_EVERY_S)
-            waited += PROBE_EVERY_S
+        return step_failed(self.lab, self.inventory, self.transport, node, rc, what, self.wait, self.clock)
 
     def up(self) -> None:
         """Every role's ``up``, phase by phase; the first failure is raised."""

@@ -25,9 +25,9 @@ def lab_of(lab: str) -> tuple[dict[str, Any], Transport]:
     if not path.is_file():
         raise Refusal(f"lab {lab} is not up (no {path}); run 'make lab-up LAB={lab}'")
     inventory = json.loads(path.read_text())
-    # The kit on a remote lab's nodes: PFSLAB_REMOTE_ROOT, as for scripts/lib/remote.sh.
+    # The kit and the node config on a remote lab's nodes, as scripts/preflight takes them.
     return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), os.environ.get("PFSLAB_REMOTE_ROOT") or "/opt/pfslab",
-                              "/etc/pfslab/node.json")
+                              os.environ.get("PFSLAB_REMOTE_CONFIG") or "/etc/pfslab/node.json")
 
 
 def wait_ready(lab: str, inventory: dict[str, Any], transport: Transport, seconds: int, quiet: bool,

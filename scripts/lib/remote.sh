@@ -6,22 +6,23 @@
 #   connAuthFile) from the bootstrap node to the nodes whose roles use them, through
 #   this machine, never printed;
 #   start the roles phase by phase (the lab plan's `phases`), then scripts/preflight.
+# The copy and the phases are the kit's Python (pfslab/lifecycle/cluster_copy.py,
+# phases.py, through pfslab/transport/ssh.py).
 # Everything comes from build/<lab>/inventory.json and the lab's key under
 # build/<lab>/ssh/. Sourced after common.sh; defines functions only.
 #
 # Environment: PFSLAB_BUILD (default <kit>/build), PFSLAB_REMOTE_ROOT (the kit on the
 # nodes, default /opt/pfslab), PFSLAB_BOOT_TIMEOUT (seconds, default 1200),
-# PFSLAB_ROLE_STEP_TIMEOUT (seconds one role step may take on a node, default 1800) and
-# PFSLAB_COPY_TIMEOUT (seconds one copy to a node may take, default 600): see remote_timed.
+# PFSLAB_ROLE_STEP_TIMEOUT (seconds one role step may take on a node, default 1800),
+# PFSLAB_COPY_TIMEOUT (seconds one copy to a node may take, default 600): see remote_timed;
+# PFSLAB_RESTART_WAIT (seconds a node whose connection broke may take to answer again
+# before it counts as lost, default 30): see remote_step_failed.
 
-# shellcheck source=scripts/lib/cluster-files.sh
-source "$PFSLAB_ROOT/scripts/lib/cluster-files.sh"
 # shellcheck source=scripts/lib/login.sh
 source "$PFSLAB_ROOT/scripts/lib/login.sh"
 
 REMOTE_BUILD=${PFSLAB_BUILD:-$PFSLAB_ROOT/build}
 REMOTE_ROOT=${PFSLAB_REMOTE_ROOT:-/opt/pfslab}
-REMOTE_CONFIG=/etc/pfslab/node.json
 
 remote_dir() { echo "$REMOTE_BUILD/$1"; }
 remote_inv() { echo "$REMOTE_BUILD/$1/inventory.json"; }
@@ -236,21 +237,12 @@ remote_reach_all() {
 }
 
 # A step that failed on a node: ssh's own failure (255) means the node went away in the
-# middle (restarted, powered off): named as such, not as the step's fault.
+# middle (restarted, powered off): named as such, not as the step's fault
+# (pfslab/lifecycle/phases.py's step_failed, which the role phases use). Always exits 2.
 # Usage: remote_step_failed LAB NODE STATUS WHAT
 remote_step_failed() {
-  local lab=$1 node=$2 rc=$3 what=$4 out
-  if ((rc == 255)); then
-    # A host that restarts answers again within moments; one that is gone does not.
-    local waited=0
-    until out=$(remote_ssh "$lab" "$node" true 2>&1); do
-      ((waited >= ${PFSLAB_RESTART_WAIT:-30})) && die "lost $node during $what: $(remote_diagnose "$lab" "$node" "$out")"
-      sleep 3
-      waited=$((waited + 3))
-    done
-    die "host $node restarted during $what (its SSH connection broke, and it answers again); run 'make lab-up LAB=$lab' again (it resumes)"
-  fi
-  die "$what failed on $node of lab $lab (exit status $rc; its output is above); fix it, then run 'make lab-up LAB=$lab' again"
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" pfslab lab step-failed "$@" || true
+  exit 2
 }
 
 # A step on a node, bounded in time: a node, network or role that hangs would otherwise

@@ -203,6 +203,23 @@ esac'
   assert_equal "$(ssh -G -F "$LAB/ssh/config" mon0 | grep -i '^stricthostkeychecking')" "stricthostkeychecking accept-new"
 }
 
+@test "remote-up: an existing host's first-boot script that fails is named with its exit status; one whose host restarts, as restarted" {
+  jq '.target = "baremetal" | del(.aws) | .baremetal = {hosts: {mon0: "10.21.0.10", osd0: "10.21.0.11", cli0: "10.21.0.12"}} | .nodes |= map(del(.ssh_address, .ssh_jump))' \
+    "$LAB/inventory.json" >"$LAB/inv" && mv "$LAB/inv" "$LAB/inventory.json"
+  mkdir -p "$LAB/boot"
+  for n in mon0 osd0 cli0; do printf '#!/bin/sh\n' >"$LAB/boot/$n.sh"; done
+  shim ssh '[[ ${!#} == -s && $* == *" osd0 "* ]] && exit 3; exit 0'
+  remote_up aws-cephfs
+  assert_failure 2
+  assert_line "[remote] error: its first-boot script failed on osd0 of lab aws-cephfs (exit status 3; its output is above); fix it, then run 'make lab-up LAB=aws-cephfs' again"
+  # The connection breaks in the middle; osd0 answers the probe after it (remote_step_failed's 255).
+  shim ssh '[[ ${!#} == -s && $* == *" osd0 "* ]] && exit 255; exit 0'
+  remote_up aws-cephfs
+  assert_failure 2
+  assert_line "[remote] error: host osd0 restarted during its first-boot script (its SSH connection broke, and it answers again); run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+  [ -z "$(calls ssh | grep 'ceph up')" ]
+}
+
 @test "remote-down stops the roles in reverse phase order" {
   run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" "$KIT/scripts/remote-down" aws-cephfs
   assert_success
