@@ -179,3 +179,14 @@ def test_a_shown_step_writes_to_stderr_as_it_comes_and_keeps_its_status(tmp_path
     assert captured.out == ""
     assert captured.err.splitlines() == ["out", "err"]
     assert bounded_shown(["sleep", "30"], 0.3).rc == TIMED_OUT
+
+
+def test_an_action_other_than_up_or_down_is_refused_naming_it() -> None:
+    with pytest.raises(Refusal, match=r"^'start' is not a phases action; give up or down$"):
+        phases.main("lab1", "start")
+
+
+def test_a_restart_wait_that_is_not_seconds_is_refused() -> None:
+    with pytest.raises(Refusal, match=r"^PFSLAB_RESTART_WAIT=3s is not allowed; give a number of seconds "
+                                      r"\(default 30\)$"):
+        engine(FakeNodes(FakeClock()), {"PFSLAB_RESTART_WAIT": "3s"})
