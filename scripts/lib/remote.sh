@@ -214,7 +214,7 @@ remote_jump() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_jump /
 # (pfslab/lifecycle/reach.py, which the phases' "lost NODE" line uses too).
 # Usage: remote_diagnose LAB NODE SSH_OUTPUT
 remote_diagnose() {
-  PFSLAB_BUILD="$REMOTE_BUILD" pfslab lab diagnose "$1" "$2" <<<"$3"
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" pfslab lab diagnose "$1" "$2" <<<"$3"
 }
 
 # Fail with that line unless NODE answers over SSH.
