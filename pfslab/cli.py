@@ -82,6 +82,8 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             return teardown.main(args.lab_command, args.lab if args.lab_command == "stop-bench" else args.resolved)
         except lifecycle.Refusal as err:
             return lifecycle.refuse(teardown.TAG, err)
+    if args.lab_command in ("phases", "diagnose", "cluster-copy", "step-failed"):
+        return _lab_remote(args)
     lab = labs.load(args.lab)
     if args.lab_command == "check":
         print(f"lab {lab['name']}: valid ({lab['filesystem']['type']}, target {lab['target']})")
@@ -128,6 +130,28 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lab_remote(args: argparse.Namespace) -> int:
+    """A remote lab's phases and its one-line reasons (pfslab/lifecycle/phases.py, reach.py):
+    refusals in scripts/lib/common.sh's die form, with the caller's log tag."""
+    from pfslab import lifecycle
+    from pfslab.lifecycle import cluster_copy, phases, reach, status
+
+    tag = os.environ.get("PFSLAB_LOG_TAG") or "pfslab"
+    try:
+        if args.lab_command == "phases":
+            return phases.main(args.lab, args.action)
+        if args.lab_command == "cluster-copy":
+            return cluster_copy.main(args.lab)
+        if args.lab_command == "step-failed":
+            return phases.step_failed_main(args.lab, args.node, args.status, args.what)
+        inventory, _ = status.lab_of(args.lab)
+        print(reach.diagnose(args.lab, inventory, args.node, sys.stdin.read(),
+                             lifecycle.build_dir() / args.lab / "ssh"))
+        return 0
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(tag, err)
+
+
 def _add_lab(sub: Subparsers) -> None:
     p = sub.add_parser("lab", help="list, validate and read lab files", description="Lab files under labs/.")
     actions = p.add_subparsers(dest="lab_command", required=True, metavar="ACTION")
@@ -156,6 +180,22 @@ def _add_lab(sub: Subparsers) -> None:
     # A local lab's teardown proof (scripts/lab down; pfslab/lifecycle/teardown.py).
     actions.add_parser("stop-bench", help="end a benchmark run of the lab still running on this machine"
                        ).add_argument("lab")
+    # A remote lab's bring-up and lab-down (scripts/lib/remote.sh; pfslab/lifecycle/phases.py).
+    phases = actions.add_parser("phases", help="start (up) or stop (down, reverse order) a remote lab's roles phase by "
+                                "phase over SSH, each step bounded (PFSLAB_ROLE_STEP_TIMEOUT)")
+    phases.add_argument("lab")
+    phases.add_argument("action", help="up or down")
+    actions.add_parser("cluster-copy", help="copy a remote lab's cluster files from its bootstrap node to the nodes "
+                       "whose roles use them, host to host (scp -3), never through this machine's disk"
+                       ).add_argument("lab")
+    failed = actions.add_parser("step-failed", help="say why a step on a remote lab's node failed (ssh's 255: the node "
+                                "restarted or was lost, PFSLAB_RESTART_WAIT) and exit 2")
+    for name in ("lab", "node", "status", "what"):
+        failed.add_argument(name)
+    diagnose = actions.add_parser("diagnose", help="one line saying why ssh to a remote lab's node failed and what to "
+                                  "do, from ssh's messages on stdin")
+    diagnose.add_argument("lab")
+    diagnose.add_argument("node")
     actions.add_parser("sweep", help="stop a local lab's bench, remove by name what is left of it (processes, mounts, "
                        "namespaces, links, its bridge unless another lab uses it, cgroups, files), then print what "
                        "still is, one a line; exit 1 if anything").add_argument(
@@ -186,6 +226,9 @@ def _cmd_registry(args: argparse.Namespace) -> int:
         for tgt in registry.targets().values():
             print(f"{tgt.target}\t{'remote' if tgt.remote else 'this host'}\t{tgt.title}")
         return 0
+    if args.registry_command == "cluster-files":
+        print("\n".join(registry.cluster_files_for(args.roles)))
+        return 0
     if args.registry_command == "check":
         fams = registry.families()
         if not registry.schema_is_current():
@@ -214,6 +257,8 @@ def _add_registry(sub: Subparsers) -> None:
     actions.add_parser("families", help="one line per family: file system, family, title")
     actions.add_parser("targets", help="one line per target: name, where its nodes are, title")
     actions.add_parser("check", help="validate the family files; fail when labs/schema.json is stale")
+    actions.add_parser("cluster-files", help="the cluster's files a node with these roles gets from the bootstrap "
+                       "node, one a line").add_argument("roles", nargs="*", metavar="ROLE")
     schema = actions.add_parser("schema", help="write labs/schema.json's enums and settings from the families")
     schema.add_argument("--write", action="store_true", required=True, help="rewrite labs/schema.json in place")
     p.set_defaults(handler=_cmd_registry)

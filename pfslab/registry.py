@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -61,6 +62,8 @@ class Role:
     boot: tuple[str, ...]
     data: bool
     client: bool
+    #: The cluster's files (paths.cluster) a node with this role gets from the bootstrap node.
+    cluster_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ def _load(path: Path) -> Family:
         raise RegistryError(f"{where}: no role is marked client: true (who runs the benchmarks?)")
     roles = tuple(
         Role(r["name"], r["component"], r["phase"], r["required"], tuple(r["boot"]),
-             bool(r.get("data")), bool(r.get("client")))
+             bool(r.get("data")), bool(r.get("client")), tuple(r.get("cluster_files") or ()))
         for r in doc["roles"]
     )
     command = doc.get("version_command")
@@ -332,6 +335,20 @@ def role_script(family_name: str, kit_root: Path = KIT_ROOT) -> Path:
 
 def all_roles() -> list[Role]:
     return [r for f in families().values() for r in f.roles]
+
+
+#: MUNGE's key: every Slurm node's (the scheduler is not a family; its one file stays here).
+MUNGE_KEY = "munge.key"
+
+
+def cluster_files_for(roles: Iterable[str]) -> list[str]:
+    """The cluster's files a node with these roles gets, sorted: its families' roles'
+    ``cluster_files``, and MUNGE's key for a Slurm role (scripts/lib/cluster-files.sh)."""
+    names = set(roles)
+    files = {f for r in all_roles() if r.name in names for f in r.cluster_files}
+    if any(n.startswith("slurm-") for n in names):
+        files.add(MUNGE_KEY)
+    return sorted(files)
 
 
 def data_roles() -> frozenset[str]:

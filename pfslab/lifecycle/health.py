@@ -44,11 +44,16 @@ class RoleOnNode:
         return self.role.split("-", 1)[1]
 
 
-def role_table(inventory: Inventory) -> list[RoleOnNode]:
-    """Every role of the lab in start order: the phases the lab plan derived (an
-    inventory written before it had phases gives its roles in node order)."""
+def phase_table(inventory: Inventory) -> list[list[RoleOnNode]]:
+    """The lab's roles phase by phase, in start order: the phases the lab plan derived
+    (an inventory written before it had phases: one phase, its roles in node order)."""
     phases = inventory.phases or ((tuple(Placement(n.name, r) for n in inventory.nodes for r in n.roles)),)
-    return [RoleOnNode(e.node, e.role) for phase in phases for e in phase]
+    return [[RoleOnNode(e.node, e.role) for e in phase if e.node] for phase in phases]
+
+
+def role_table(inventory: Inventory) -> list[RoleOnNode]:
+    """Every role of the lab in start order (:func:`phase_table`)."""
+    return [at for phase in phase_table(inventory) for at in phase]
 
 
 def is_client_role(role: str) -> bool:

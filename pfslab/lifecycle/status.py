@@ -4,6 +4,7 @@ repair, :mod:`pfslab.lifecycle.repair`), and the table and mounts of lab-status,
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +24,9 @@ def lab_of(lab: str) -> tuple[Inventory, Transport]:
     if not path.is_file():
         raise Refusal(f"lab {lab} is not up (no {path}); run 'make lab-up LAB={lab}'")
     inventory = inventory_at(path)
-    return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), "/opt/pfslab", "/etc/pfslab/node.json")
+    # The kit and the node config on a remote lab's nodes, as scripts/preflight takes them.
+    return inventory, for_lab(lab, inventory, KIT_ROOT, build_dir(), os.environ.get("PFSLAB_REMOTE_ROOT") or "/opt/pfslab",
+                              os.environ.get("PFSLAB_REMOTE_CONFIG") or "/etc/pfslab/node.json")
 
 
 def wait_ready(lab: str, inventory: Inventory, transport: Transport, seconds: int, quiet: bool,

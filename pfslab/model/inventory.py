@@ -15,6 +15,10 @@ class Node:
     address: str = ""
     #: A site lab's nodes have none: its daemons are the site's.
     roles: tuple[str, ...] = ()
+    #: Where the kit's machine reaches it over SSH when not at ``address`` (a remote lab).
+    ssh_address: str = ""
+    #: The node SSH goes through to reach it, if any.
+    ssh_jump: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,11 @@ class Inventory:
     phases: tuple[tuple[Placement, ...], ...] | None = None
     local: Local | None = None
     scheduler_type: str | None = None
+    #: Where a remote lab's nodes keep the cluster's shared files (keys, configs).
+    cluster_path: str = "/etc/pfslab/cluster"
+    #: The lab's SSH key and user, if its inventory names them (a remote lab).
+    ssh_key: str = ""
+    ssh_user: str = ""
     #: Where it was read, for a refusal of what is missing.
     source: str = field(default="the inventory", compare=False)
 
@@ -61,10 +70,12 @@ class Inventory:
         filesystem = top.optional_obj("filesystem")
         local = top.optional_obj("local")
         scheduler = top.optional_obj("scheduler")
+        ssh = top.optional_obj("ssh")
         clients = top.texts("clients") if top.has("clients") else None
         return cls(
             target=top.text("target"),
-            nodes=tuple(Node(n.text("name"), n.text("address", ""), n.texts("roles")) for n in nodes),
+            nodes=tuple(Node(n.text("name"), n.text("address", ""), n.texts("roles"), n.text("ssh_address", ""),
+                             n.text("ssh_jump", "")) for n in nodes),
             mount=filesystem.optional_text("mount") if filesystem is not None else None,
             title=top.text("title", ""),
             clients=clients,
@@ -73,6 +84,9 @@ class Inventory:
             local=None if local is None else Local(local.text_map("netns"), local.text("run_root", ""),
                                                    local.text("state_root", "")),
             scheduler_type=None if scheduler is None else scheduler.optional_text("type"),
+            cluster_path=top.text("cluster_path", "") or "/etc/pfslab/cluster",
+            ssh_key="" if ssh is None else ssh.text("key", ""),
+            ssh_user="" if ssh is None else ssh.text("user", ""),
             source=source,
         )
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from pfslab.model import Inventory
-from pfslab.transport.base import TIMED_OUT, Result, Transport, bounded, stream_lines
+from pfslab.transport.base import TIMED_OUT, Result, Transport, bounded, bounded_shown, stream_lines
 from pfslab.transport.local import LocalTransport
 from pfslab.transport.ssh import SshTransport
 
-__all__ = ["TIMED_OUT", "LocalTransport", "Result", "SshTransport", "Transport", "bounded", "for_lab", "stream_lines"]
+__all__ = ["TIMED_OUT", "LocalTransport", "Result", "SshTransport", "Transport", "bounded", "bounded_shown", "for_lab", "stream_lines"]
 
 
 def for_lab(lab: str, inventory: Inventory, kit_root: Path, build: Path, remote_root: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -44,6 +45,9 @@ class Transport(Protocol):
     def run(self, node: str, command: Sequence[str], timeout: float) -> Result:
         ...
 
+    def run_shown(self, node: str, command: Sequence[str], timeout: float) -> Result:
+        """:meth:`run`, the command's output going to stderr as it comes (:func:`bounded_shown`)."""
+
     def copy(self, node: str, source: Path, destination: str, timeout: float) -> Result:
         ...
 
@@ -64,22 +68,40 @@ def bounded(argv: Sequence[str], timeout: float, env: dict[str, str] | None = No
                                     env=env, start_new_session=True)
         except OSError as err:
             return Result(127, f"{argv[0]}: {err.strerror}")
-        deadline = time.monotonic() + timeout
-        try:
-            while proc.poll() is None:
-                if time.monotonic() >= deadline:
-                    _kill_group(proc.pid)
-                    rc = TIMED_OUT
-                    break
-                time.sleep(0.05)
-            else:
-                rc = proc.returncode
-        except BaseException:
-            # The caller is ending (a signal): its command must not outlive it.
-            _kill_group(proc.pid)
-            raise
+        rc = _wait_bounded(proc, timeout)
         out.seek(0)
         return Result(rc, out.read().decode(errors="replace"))
+
+
+def bounded_shown(argv: Sequence[str], timeout: float) -> Result:
+    """:func:`bounded`, its output (stdout and stderr) going to this process's stderr as
+    it comes rather than kept: a step that runs for minutes (a role's ``up``) shows its
+    progress, and a log following it sees each line when it is written. The result
+    holds the status only."""
+    sys.stderr.flush()
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as err:
+        return Result(127, f"{argv[0]}: {err.strerror}")
+    return Result(_wait_bounded(proc, timeout), "")
+
+
+def _wait_bounded(proc: subprocess.Popen[bytes], timeout: float) -> int:
+    """The status of ``proc``, or :data:`TIMED_OUT` once its process group was killed at
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None:
+            if time.monotonic() >= deadline:
+                _kill_group(proc.pid)
+                return TIMED_OUT
+            time.sleep(0.05)
+    except BaseException:
+        # The caller is ending (a signal): its command must not outlive it.
+        _kill_group(proc.pid)
+        raise
+    return proc.returncode
 
 
 def _kill_group(pid: int) -> None:

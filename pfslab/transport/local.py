@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pfslab.model import Inventory
-from pfslab.transport.base import Result, bounded, stream_lines
+from pfslab.transport.base import Result, bounded, bounded_shown, stream_lines
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class LocalTransport:
 
     def run(self, node: str, command: Sequence[str], timeout: float) -> Result:
         return bounded(self.argv(node, command), timeout)
+
+    def run_shown(self, node: str, command: Sequence[str], timeout: float) -> Result:
+        return bounded_shown(self.argv(node, command), timeout)
 
     def copy(self, node: str, source: Path, destination: str, timeout: float) -> Result:
         self.argv(node, [])  # the node must be the lab's

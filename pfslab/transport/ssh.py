@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pfslab.transport.base import Result, bounded, stream_lines
+from pfslab.transport.base import Result, bounded, bounded_shown, stream_lines
 
 #: ssh's exit status when it could not reach the node (not the command's).
 SSH_FAILED = 255
@@ -45,11 +45,24 @@ class SshTransport:
     def run(self, node: str, command: Sequence[str], timeout: float) -> Result:
         return bounded(self.argv(node, command), timeout)
 
+    def run_shown(self, node: str, command: Sequence[str], timeout: float) -> Result:
+        return bounded_shown(self.argv(node, command), timeout)
+
     def run_shell(self, node: str, script: str, timeout: float) -> Result:
         return bounded(self.shell_argv(node, script), timeout)
 
     def copy(self, node: str, source: Path, destination: str, timeout: float) -> Result:
         return bounded(["scp", "-F", str(self.ssh_config), "-q", str(source), f"{node}:{destination}"], timeout)
+
+    def copy_between(self, source: str, paths: Sequence[str], node: str, directory: str, timeout: float) -> Result:
+        """Files of node ``source`` into ``directory`` on ``node``, host to host through
+        this machine (scp -3: the bytes pass through its memory, never its disk), modes
+        kept; scp's messages go to stderr as they come."""
+        return bounded_shown(["scp", "-3", "-q", "-p", "-F", str(self.ssh_config),
+                              *(f"{source}:{p}" for p in paths), f"{node}:{directory}/"], timeout)
+
+    def run_shell_shown(self, node: str, script: str, timeout: float) -> Result:
+        return bounded_shown(self.shell_argv(node, script), timeout)
 
     def stream(self, node: str, command: Sequence[str]) -> Iterator[str]:
         return stream_lines(self.argv(node, command))

@@ -26,16 +26,11 @@
 # its daemon reads a copy), in a directory of mode 700.
 
 # The files a node with these roles gets, one per line: cluster_files_for ROLE...
+# (pfslab/registry.py's cluster_files_for, which a remote lab's copy uses too).
 cluster_files_for() {
-  local role
-  {
-    # The scheduler is not a family: its one file stays here.
-    for role in "$@"; do
-      [[ $role != slurm-* ]] || echo munge.key
-    done
-    jq -r --arg roles " $* " '.roles[] | select(.name as $n | $roles | contains(" " + $n + " ")) | .cluster_files[]?' \
-      "$PFSLAB_ROOT"/families/*/family.json
-  } | sort -u
+  local out
+  out=$(pfslab registry cluster-files "$@") || die "cannot tell which cluster files roles $* use"
+  [[ -z $out ]] || printf '%s\n' "$out"
 }
 
 # MUNGE's key for a lab with Slurm, made once: 1 KiB of /dev/urandom written inside

@@ -6,22 +6,23 @@
 #   connAuthFile) from the bootstrap node to the nodes whose roles use them, through
 #   this machine, never printed;
 #   start the roles phase by phase (the lab plan's `phases`), then scripts/preflight.
+# The copy and the phases are the kit's Python (pfslab/lifecycle/cluster_copy.py,
+# phases.py, through pfslab/transport/ssh.py).
 # Everything comes from build/<lab>/inventory.json and the lab's key under
 # build/<lab>/ssh/. Sourced after common.sh; defines functions only.
 #
 # Environment: PFSLAB_BUILD (default <kit>/build), PFSLAB_REMOTE_ROOT (the kit on the
 # nodes, default /opt/pfslab), PFSLAB_BOOT_TIMEOUT (seconds, default 1200),
-# PFSLAB_ROLE_STEP_TIMEOUT (seconds one role step may take on a node, default 1800) and
-# PFSLAB_COPY_TIMEOUT (seconds one copy to a node may take, default 600): see remote_timed.
+# PFSLAB_ROLE_STEP_TIMEOUT (seconds one role step may take on a node, default 1800),
+# PFSLAB_COPY_TIMEOUT (seconds one copy to a node may take, default 600): see remote_timed;
+# PFSLAB_RESTART_WAIT (seconds a node whose connection broke may take to answer again
+# before it counts as lost, default 30): see remote_step_failed.
 
-# shellcheck source=scripts/lib/cluster-files.sh
-source "$PFSLAB_ROOT/scripts/lib/cluster-files.sh"
 # shellcheck source=scripts/lib/login.sh
 source "$PFSLAB_ROOT/scripts/lib/login.sh"
 
 REMOTE_BUILD=${PFSLAB_BUILD:-$PFSLAB_ROOT/build}
 REMOTE_ROOT=${PFSLAB_REMOTE_ROOT:-/opt/pfslab}
-REMOTE_CONFIG=/etc/pfslab/node.json
 
 remote_dir() { echo "$REMOTE_BUILD/$1"; }
 remote_inv() { echo "$REMOTE_BUILD/$1/inventory.json"; }
@@ -209,34 +210,11 @@ remote_ssh_in() {
 remote_addr() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_address // .address' "$(remote_inv "$1")"; }
 remote_jump() { jq -r --arg n "$2" '.nodes[] | select(.name == $n) | .ssh_jump // empty' "$(remote_inv "$1")"; }
 
-# One line saying why ssh to a node failed and what to do, from ssh's own messages.
+# One line saying why ssh to a node failed and what to do, from ssh's own messages
+# (pfslab/lifecycle/reach.py, which the phases' "lost NODE" line uses too).
 # Usage: remote_diagnose LAB NODE SSH_OUTPUT
 remote_diagnose() {
-  local lab=$1 node=$2 out=$3 addr jump key user where again seen known
-  addr=$(remote_addr "$lab" "$node")
-  jump=$(remote_jump "$lab" "$node")
-  key=$(jq -r --arg d "$(remote_dir "$lab")/ssh" '.ssh.key // "\($d)/id_ed25519"' "$(remote_inv "$lab")")
-  user=$(jq -r '.ssh.user // "root"' "$(remote_inv "$lab")")
-  where="host $node ($addr${jump:+, through $jump})"
-  again="then run 'make lab-up LAB=$lab' again (it resumes)"
-  case $out in
-    *"REMOTE HOST IDENTIFICATION HAS CHANGED"* | *"Host key verification failed"*)
-      # Never "remove the old key": that trusts whichever machine answers now. The
-      # user compares fingerprints through a channel ssh does not go through.
-      seen=$(grep -o 'SHA256:[A-Za-z0-9+/=]*' <<<"$out" | head -n 1) || true
-      known=$(remote_dir "$lab")/ssh/known_hosts
-      echo "$where: its SSH host key${seen:+ ($seen)} is not the one recorded in $known, so nothing was sent to it (a reinstalled host, or another machine at that address); do not remove the recorded key on trust: compare, on the host's own console, 'ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub' with the key ssh was shown, and only if they match replace $node's line in $known, $again" ;;
-    *"Permission denied"*)
-      echo "$where refuses the lab's key $key for $user (Permission denied): authorise ${key}.pub in ~$user/.ssh/authorized_keys on it, $again" ;;
-    *"timed out"* | *"No route to host"* | *"Network is unreachable"* | *"Could not resolve"*)
-      echo "$where does not answer (${out##*: }): is it powered on and on the network? Bring it back, $again" ;;
-    *"Connection refused"* | *"connect failed"* | *"open failed"*)
-      echo "$where: nothing accepts SSH connections on port 22 (connection refused: its sshd is not running); start sshd on it, $again" ;;
-    *"closed by"* | *"Connection reset"* | *"Broken pipe"* | *"timeout"*)
-      echo "$where closed the SSH connection (restarting or shutting down?); when it answers again, $again" ;;
-    *)
-      echo "$where cannot be reached over SSH ($(tail -n 1 <<<"$out")); $again" ;;
-  esac
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" pfslab lab diagnose "$1" "$2" <<<"$3"
 }
 
 # Fail with that line unless NODE answers over SSH.
@@ -259,21 +237,12 @@ remote_reach_all() {
 }
 
 # A step that failed on a node: ssh's own failure (255) means the node went away in the
-# middle (restarted, powered off): named as such, not as the step's fault.
+# middle (restarted, powered off): named as such, not as the step's fault
+# (pfslab/lifecycle/phases.py's step_failed, which the role phases use). Always exits 2.
 # Usage: remote_step_failed LAB NODE STATUS WHAT
 remote_step_failed() {
-  local lab=$1 node=$2 rc=$3 what=$4 out
-  if ((rc == 255)); then
-    # A host that restarts answers again within moments; one that is gone does not.
-    local waited=0
-    until out=$(remote_ssh "$lab" "$node" true 2>&1); do
-      ((waited >= ${PFSLAB_RESTART_WAIT:-30})) && die "lost $node during $what: $(remote_diagnose "$lab" "$node" "$out")"
-      sleep 3
-      waited=$((waited + 3))
-    done
-    die "host $node restarted during $what (its SSH connection broke, and it answers again); run 'make lab-up LAB=$lab' again (it resumes)"
-  fi
-  die "$what failed on $node of lab $lab (exit status $rc; its output is above); fix it, then run 'make lab-up LAB=$lab' again"
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" pfslab lab step-failed "$@" || true
+  exit 2
 }
 
 # A step on a node, bounded in time: a node, network or role that hangs would otherwise
@@ -295,14 +264,6 @@ remote_timed() {
     die "$what on node $node of lab $lab did not finish within ${limit}s, its limit; if it needs longer, run the command again with $var=<seconds> in its environment (default $default)"
   fi
   return "$rc"
-}
-
-# A role step on a node, with its node config: remote_role LAB NODE FAMILY ACTION COMPONENT
-remote_role() {
-  local lab=$1 node=$2 family=$3 action=$4 component=$5 opts
-  mapfile -t opts < <(remote_opts "$lab")
-  remote_timed "$lab" "$node" "role step '$family $action $component'" PFSLAB_ROLE_STEP_TIMEOUT 1800 \
-    ssh -n "${opts[@]}" "$(remote_target "$lab" "$node")" "PFSLAB_NODE_CONFIG=$REMOTE_CONFIG $REMOTE_ROOT/scripts/roles/$family $action $component"
 }
 
 remote_nodes() { jq -r '.nodes[].name' "$(remote_inv "$1")"; }
@@ -374,75 +335,20 @@ remote_boot_hosts() {
 
 # Copy the cluster's files from the bootstrap node (the first node of the first phase)
 # to every other node, host to host through this machine (scp -3): secrets never touch
-# this machine's disk and are never printed. Each node gets only what its roles use
-# (cluster_files_for, scripts/lib/cluster-files.sh: no mon. or admin key on a client),
-# into a directory of mode 700, modes kept. Nothing to do when the bootstrap node made
-# no cluster files (NFS, GPFS) and the lab has no Slurm.
+# this machine's disk and are never printed; each node gets only what its roles use
+# (pfslab/lifecycle/cluster_copy.py, bounded by PFSLAB_COPY_TIMEOUT).
 remote_copy_cluster() {
-  local lab=$1 inv boot path node opts have file files srcs roles
-  inv=$(remote_inv "$lab")
-  boot=$(jq -r '.phases[0][0].node // empty' "$inv")
-  path=$(jq -r '.cluster_path // "/etc/pfslab/cluster"' "$inv")
-  [[ -n $boot ]] || return 0
-  # A lab with Slurm: its MUNGE key is made once on the bootstrap node, with the other
-  # cluster files, by the kit there (the key never leaves the lab's nodes).
-  if jq -e '[.nodes[].roles[] | select(startswith("slurm-"))] | length > 0' "$inv" >/dev/null; then
-    remote_ssh "$lab" "$boot" "bash -c 'set -e; source $REMOTE_ROOT/scripts/lib/common.sh; source $REMOTE_ROOT/scripts/lib/cluster-files.sh; mkdir -p $path; chmod 700 $path; umask 077; munge_key_make $path/munge.key'" ||
-      die "cannot make the lab's munge key in $path on $boot"
-  fi
-  # Only the names: which files there are is no secret.
-  have=$(remote_ssh "$lab" "$boot" "ls -A '$path' 2>/dev/null" 2>/dev/null) || have=
-  if [[ -z $have ]]; then
-    log "the bootstrap node $boot has no cluster files in $path; nothing to distribute"
-    return 0
-  fi
-  mapfile -t opts < <(remote_opts "$lab")
-  for node in $(remote_nodes "$lab"); do
-    [[ $node == "$boot" ]] && continue
-    mapfile -t roles < <(jq -r --arg n "$node" '.nodes[] | select(.name == $n) | .roles[]' "$inv")
-    files=()
-    while read -r file; do
-      [[ -n $file ]] && grep -qxF -- "$file" <<<"$have" && files+=("$file")
-    done < <(cluster_files_for "${roles[@]}")
-    ((${#files[@]})) || continue
-    srcs=()
-    for file in "${files[@]}"; do srcs+=("$(remote_target "$lab" "$boot"):$path/$file"); done
-    remote_ssh "$lab" "$node" "mkdir -p '$path' && chmod 700 '$path'" ||
-      die "cannot create $path on node $node of lab $lab"
-    remote_timed "$lab" "$node" "copying the cluster files from $boot" PFSLAB_COPY_TIMEOUT 600 \
-      scp -3 -q -p "${opts[@]}" "${srcs[@]}" "$(remote_target "$lab" "$node"):$path/" ||
-      die "copying the cluster files from $boot to $node failed"
-    log "copied to $node what its roles use: ${files[*]}"
-  done
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_REMOTE_ROOT="$REMOTE_ROOT" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" \
+    pfslab lab cluster-copy "$1"
 }
 
-# Start the roles phase by phase: every "node/role" of a phase runs `up`, in order.
-remote_start_phases() {
-  local lab=$1 inv count i node role
-  inv=$(remote_inv "$lab")
-  count=$(jq '.phases | length' "$inv")
-  for ((i = 0; i < count; i++)); do
-    while read -r node role; do
-      [[ -n $node ]] || continue
-      log "phase $i: $role up on $node"
-      remote_role "$lab" "$node" "${role%%-*}" up "${role#*-}" >&2 ||
-        remote_step_failed "$lab" "$node" $? "$role up (phase $i)"
-    done < <(jq -r --argjson i "$i" '.phases[$i][] | "\(.node) \(.role)"' "$inv")
-  done
-}
-
-# Stop the roles in reverse phase order (existing hosts outlive the lab).
-remote_stop_phases() {
-  local lab=$1 inv count i node role
-  inv=$(remote_inv "$lab")
-  count=$(jq '.phases | length' "$inv")
-  for ((i = count - 1; i >= 0; i--)); do
-    while read -r node role; do
-      [[ -n $node ]] || continue
-      # In a subshell: a stop that runs out of time is named, and the others still run.
-      (remote_role "$lab" "$node" "${role%%-*}" stop "${role#*-}") >&2 || log "could not stop $role on $node (ignored)"
-    done < <(jq -r --argjson i "$i" '.phases[$i][] | "\(.node) \(.role)"' "$inv")
-  done
+# Start the roles phase by phase (up), or stop them in reverse phase order (down;
+# existing hosts outlive the lab): pfslab/lifecycle/phases.py, each step bounded by
+# PFSLAB_ROLE_STEP_TIMEOUT, a failure named as remote_step_failed names it.
+# Usage: remote_phases LAB up|down
+remote_phases() {
+  PFSLAB_BUILD="$REMOTE_BUILD" PFSLAB_REMOTE_ROOT="$REMOTE_ROOT" PFSLAB_LOG_TAG="${PFSLAB_LOG_TAG:-pfslab}" \
+    pfslab lab phases "$1" "$2"
 }
 
 remote_preflight() {
@@ -465,7 +371,7 @@ remote_up() {
   remote_kit_sync "$lab"
   remote_boot_hosts "$lab"
   remote_copy_cluster "$lab"
-  remote_start_phases "$lab"
+  remote_phases "$lab" up
   # The login node first: preflight's MPI probe runs there, with the kit, the inner key
   # and the lab's inventory that login_setup puts there.
   login_setup "$lab"

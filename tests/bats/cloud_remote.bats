@@ -50,7 +50,9 @@ remote_up() {
   assert_success
   assert_line "preflight: every check passed on lab aws-cephfs"
   r="PFSLAB_NODE_CONFIG=/etc/pfslab/node.json /opt/pfslab/scripts/roles"
-  # The commands up to preflight, in order (preflight's own ssh calls follow).
+  # The commands up to preflight, in order (preflight's own ssh calls follow). The cluster
+  # files' copy and the role steps go through the kit's SSH transport (pfslab/transport/ssh.py:
+  # -F before -n).
   # (The kit's digest check and unpack on each node are the next test's.)
   grep -vE 'pfslab-manifest|pfslab-kit-sync' "$SHIM_LOG" >"$SHIM_LOG.main"
   SHIM_LOG=$SHIM_LOG.main
@@ -62,15 +64,15 @@ ssh -n $O mon0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O mon0 cloud-init status
 ssh -n $O osd0 test -e /var/lib/cloud/instance/boot-finished
 ssh -n $O osd0 cloud-init status
-ssh -n $O mon0 ls -A '/etc/pfslab/cluster' 2>/dev/null
-ssh -n $O osd0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
+ssh $O -n mon0 ls -A '/etc/pfslab/cluster' 2>/dev/null
+ssh $O -n osd0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
 scp -3 -q -p $O mon0:/etc/pfslab/cluster/ceph.client.bootstrap-osd.keyring mon0:/etc/pfslab/cluster/ceph.conf osd0:/etc/pfslab/cluster/
-ssh -n $O cli0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
+ssh $O -n cli0 mkdir -p '/etc/pfslab/cluster' && chmod 700 '/etc/pfslab/cluster'
 scp -3 -q -p $O mon0:/etc/pfslab/cluster/ceph.client.pfslab.keyring mon0:/etc/pfslab/cluster/ceph.conf cli0:/etc/pfslab/cluster/
-ssh -n $O mon0 $r/ceph up mon
-ssh -n $O mon0 $r/ceph up mgr
-ssh -n $O osd0 $r/ceph up osd"
-  assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '15p')" "ssh -n $O cli0 $r/ceph up client"
+ssh $O -n mon0 $r/ceph up mon
+ssh $O -n mon0 $r/ceph up mgr
+ssh $O -n osd0 $r/ceph up osd"
+  assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '15p')" "ssh $O -n cli0 $r/ceph up client"
   # Then the login node is readied (preflight's MPI probe runs there): its kit first.
   assert_equal "$(grep -E '^(ssh|scp) ' "$SHIM_LOG" | sed -n '16p')" "ssh -n $O cli0 test -x '/opt/pfslab/.venv/bin/pfslab' && test -x '/opt/pfslab/.venv/bin/reframe'"
   # preflight, after it, uses the same config, by node name.
@@ -201,6 +203,23 @@ esac'
   assert_equal "$(ssh -G -F "$LAB/ssh/config" mon0 | grep -i '^stricthostkeychecking')" "stricthostkeychecking accept-new"
 }
 
+@test "remote-up: an existing host's first-boot script that fails is named with its exit status; one whose host restarts, as restarted" {
+  jq '.target = "baremetal" | del(.aws) | .baremetal = {hosts: {mon0: "10.21.0.10", osd0: "10.21.0.11", cli0: "10.21.0.12"}} | .nodes |= map(del(.ssh_address, .ssh_jump))' \
+    "$LAB/inventory.json" >"$LAB/inv" && mv "$LAB/inv" "$LAB/inventory.json"
+  mkdir -p "$LAB/boot"
+  for n in mon0 osd0 cli0; do printf '#!/bin/sh\n' >"$LAB/boot/$n.sh"; done
+  shim ssh '[[ ${!#} == -s && $* == *" osd0 "* ]] && exit 3; exit 0'
+  remote_up aws-cephfs
+  assert_failure 2
+  assert_line "[remote] error: its first-boot script failed on osd0 of lab aws-cephfs (exit status 3; its output is above); fix it, then run 'make lab-up LAB=aws-cephfs' again"
+  # The connection breaks in the middle; osd0 answers the probe after it (remote_step_failed's 255).
+  shim ssh '[[ ${!#} == -s && $* == *" osd0 "* ]] && exit 255; exit 0'
+  remote_up aws-cephfs
+  assert_failure 2
+  assert_line "[remote] error: host osd0 restarted during its first-boot script (its SSH connection broke, and it answers again); run 'make lab-up LAB=aws-cephfs' again (it resumes)"
+  [ -z "$(calls ssh | grep 'ceph up')" ]
+}
+
 @test "remote-down stops the roles in reverse phase order" {
   run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" "$KIT/scripts/remote-down" aws-cephfs
   assert_success
@@ -209,6 +228,16 @@ esac'
 .*ceph stop osd.*
 .*ceph stop mgr.*
 .*ceph stop mon$"
+}
+
+@test "remote-down: a stop that fails is logged and ignored; the other roles still stop" {
+  shim ssh '[[ ${!#} == *"ceph stop osd" ]] && { echo "osd.0: still busy" >&2; exit 1; }; exit 0'
+  run /usr/bin/env -i PATH="$SHIMS:$SAFE" SHIM_LOG="$SHIM_LOG" PFSLAB_BUILD="$BUILD" "$KIT/scripts/remote-down" aws-cephfs
+  assert_success
+  assert_line "osd.0: still busy"
+  assert_line "[remote] could not stop ceph-osd on osd0 (ignored)"
+  assert_line "[remote] stopped every role of lab aws-cephfs"
+  assert_equal "$(calls ssh | grep -c 'ceph stop')" 4
 }
 
 @test "remote-up without an inventory: one line" {
