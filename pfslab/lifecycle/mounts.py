@@ -54,20 +54,26 @@ def fuse_connection(target: str) -> str:
     return ""
 
 
-def fuse_abort(conn: str) -> None:
-    """Every request waiting on FUSE connection ``conn`` fails at once. Without systemd
-    nothing mounts fusectl: it is mounted for the abort and taken away after."""
-    abort = FUSECTL / conn / "abort"
+def fuse_abort(*conns: str) -> set[str]:
+    """Every request waiting on the FUSE connections ``conns`` fails at once; the ones
+    aborted. Without systemd nothing mounts fusectl: it is mounted once for the aborts
+    and taken away after."""
+    aborted: set[str] = set()
     mounted = False
-    if not abort.exists() and str(FUSECTL) not in mount_points():
-        mounted = bounded(["mount", "-t", "fusectl", "fusectl", str(FUSECTL)], 10).ok
     try:
-        abort.write_text("1")
-    except OSError:
-        pass
+        for conn in conns:
+            abort = FUSECTL / conn / "abort"
+            if not abort.exists() and not mounted and str(FUSECTL) not in mount_points():
+                mounted = bounded(["mount", "-t", "fusectl", "fusectl", str(FUSECTL)], 10).ok
+            try:
+                abort.write_text("1")
+            except OSError:
+                continue
+            aborted.add(conn)
     finally:
         if mounted:
             bounded(["umount", str(FUSECTL)], 10)
+    return aborted
 
 
 def unmount_bounded(target: str, grace: int, tag: str) -> bool:

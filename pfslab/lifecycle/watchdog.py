@@ -32,7 +32,7 @@ from types import FrameType
 
 from pfslab import KIT_ROOT, site_health
 from pfslab.lifecycle import Refusal, build_dir, health, inventory_at, log
-from pfslab.lifecycle.mounts import fuse_mounts_under, mounts_under
+from pfslab.lifecycle.mounts import fuse_abort, fuse_mounts_under, mounts_under
 from pfslab.model import Inventory
 from pfslab.transport import Transport, bounded, for_lab
 from pfslab.transport.local import LocalTransport
@@ -193,23 +193,11 @@ class Watch:
         state_root = self.inventory.state_root
         if not state_root:
             return
-        ctl = Path("/sys/fs/fuse/connections")
-        mounted = False
-        try:
-            for mount, conn in fuse_mounts_under(state_root):
-                abort = ctl / conn / "abort"
-                # Without systemd nothing mounts fusectl: mount it for the abort, as
-                # scripts/lib/common.sh's fuse_abort does, and take it away afterwards.
-                if not abort.exists() and not mounted and str(ctl) not in mounts_under("/sys"):
-                    mounted = bounded(["mount", "-t", "fusectl", "fusectl", str(ctl)], 10).ok
-                try:
-                    abort.write_text("1")
-                except OSError:
-                    continue
+        found = fuse_mounts_under(state_root)
+        aborted = fuse_abort(*(conn for _, conn in found))
+        for mount, conn in found:
+            if conn in aborted:
                 log(TAG, f"aborted the FUSE connection of {mount}: processes were stuck in it ('make lab-up' remounts it)")
-        finally:
-            if mounted:
-                bounded(["umount", str(ctl)], 10)
 
     def site_jobs(self) -> list[tuple[str, str]]:
         """The run's jobs still in Slurm's queue (submitted from its stage), (id, state)."""
