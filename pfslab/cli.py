@@ -596,12 +596,26 @@ def _add_lifecycle(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_lifecycle)
 
 
+def _cmd_labctl(args: argparse.Namespace) -> int:
+    from pfslab.lifecycle import labctl
+
+    return labctl.main(args.args)
+
+
+def _add_labctl(sub: Subparsers) -> None:
+    p = sub.add_parser("labctl", help="bring labs up and down, their status, calibration and expiry (scripts/lab)",
+                       description="The work behind scripts/lab: up [LAB], down [LAB], status [LAB], calibrate [LAB], "
+                       "active, stop-bench LAB, expired; terraform LAB TARGET ARGS (a remote lab's Terraform root).")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ACTION [LAB]")
+    p.set_defaults(handler=_cmd_labctl)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
-    _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle,
+    _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle, _add_labctl,
 )
 
 
