@@ -53,8 +53,20 @@ class Shell:
         env.update(extra or {})
         return env
 
-    def argv(self, function: str, args: Sequence[str]) -> list[str]:
-        return ["bash", "-c", PRELUDE + '"$@"', "pfslab-shell", function, *args]
+    def argv(self, function: str, args: Sequence[str], code: str = '"$@"') -> list[str]:
+        """``bash -c`` running ``code`` after the prelude: by default the function
+        ``function`` with ``args``; with other ``code``, that code with ``function`` and
+        ``args`` as its "$@"."""
+        return ["bash", "-c", PRELUDE + code, "pfslab-shell", function, *args]
+
+    def script(self, code: str, *args: str) -> str:
+        """Run shell ``code`` with ``args`` as its "$@"; its output without its last newline
+        (:class:`Exit` when it fails)."""
+        done = subprocess.run(["bash", "-c", PRELUDE + code, "pfslab-shell", *args], env=self.env(),
+                              stdout=subprocess.PIPE, text=True, check=False)
+        if done.returncode != 0:
+            raise Exit(done.returncode)
+        return done.stdout.rstrip("\n")
 
     def run(self, function: str, *args: str, stdin: int | None = None) -> int:
         """Run a function, its output passed through; its exit status."""

@@ -102,7 +102,7 @@ def cloud_down(cmd: Command, shell: Shell, target: str) -> int:
         cloud_init(cmd, tf)
         inventory = state_dir / "inventory.json"
         if nonempty(inventory) and existing_hosts(json.loads(inventory.read_text())):
-            remote_up.hosts_down(cmd, lab)
+            remote_up.hosts_down(lab)
         done = subprocess.run(tf.argv(["state", "list"]), env=tf.env(), stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True, check=False)
         removed = done.stdout if done.returncode == 0 else ""

@@ -14,6 +14,7 @@ LAB defaults to the active lab (down, status, calibrate) or to ``local`` (up).""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ def cmd_status(cmd: Command, lab: str | None) -> int:
     if not flags.namespaces:
         from pfslab.lifecycle import remote_up
 
-        return remote_up.remote_preflight(cmd, lab)
+        return remote_up.remote_preflight(lab)
     # Every role's health, the cluster's view and the lab's mounts (pfslab/lifecycle/status.py).
     return cmd.kit.pfslab("health", "status", lab)
 
@@ -70,7 +71,7 @@ def cmd_calibrate(cmd: Command, lab: str | None) -> int:
     if Shell("", cmd.kit.root).run("login_launches_here", lab) == 0:
         up.calibrate(cmd, lab, force=True)
     else:
-        remote_up.login_calibrate(cmd, lab, force=True)
+        remote_up.login_calibrate(lab, force=True)
     return cmd.kit.pfslab("calibrate", lab, "--show")
 
 
@@ -107,11 +108,29 @@ def cmd_terraform(cmd: Command, args: Sequence[str]) -> int:
     return up.cloud_terraform(cmd, shell, lab, target).run(list(args[2:]))
 
 
+def cmd_remote(action: str, args: Sequence[str]) -> int:
+    """scripts/remote-up and remote-down (``remote-up LAB``, ``remote-down LAB``), and the
+    steps the kit's shell still calls by name (``remote STEP LAB``, with its caller's tag)."""
+    from pfslab.lifecycle import remote_up
+
+    if action == "remote":
+        if len(args) != 2:
+            raise Refusal(f"usage: pfslab labctl remote {'|'.join(remote_up.STEPS)} LAB")
+        check_lab_name(args[1])
+        return remote_up.step(args[0], args[1], os.environ.get("PFSLAB_LOG_TAG") or "pfslab")
+    if len(args) != 1:
+        raise Refusal(f"usage: scripts/{action} LAB")
+    check_lab_name(args[0])
+    return remote_up.step(action.removeprefix("remote-"), args[0], "remote")
+
+
 def dispatch(cmd: Command, action: str, args: Sequence[str]) -> int:
     from pfslab.lifecycle import down, up
 
     if action == "terraform":
         return cmd_terraform(cmd, args)
+    if action in ("remote", "remote-up", "remote-down"):
+        return cmd_remote(action, args)
     # LAB becomes a path (build/<lab>, removed by lab-down): checked before anything else.
     if args:
         check_lab_name(args[0])
@@ -145,10 +164,15 @@ def dispatch(cmd: Command, action: str, args: Sequence[str]) -> int:
 def main(args: Sequence[str], kit: Kit | None = None) -> int:
     action, rest = (args[0], list(args[1:])) if args else ("", [])
     cmd = Command(kit or Kit())
+    # Refusals read as those of the script that runs this (scripts/lab, remote-up, or the
+    # shell function calling a remote step, with its own tag).
+    tag = {"remote-up": "remote", "remote-down": "remote"}.get(action, TAG)
+    if action == "remote":
+        tag = os.environ.get("PFSLAB_LOG_TAG") or "pfslab"
     try:
         return dispatch(cmd, action, rest)
     except Refusal as err:
-        print(f"[{TAG}] error: {err}", file=sys.stderr, flush=True)
+        print(f"[{tag}] error: {err}", file=sys.stderr, flush=True)
         return 2
     except Exit as done:
         return done.status

@@ -219,8 +219,8 @@ def cloud_up(cmd: Command, shell: Shell, target: str) -> int:
             say(f"lab {lab} is provisioned in {cmd.seconds()} s on {target}; inventory: {state_dir}/inventory.json; "
                 "'make lab-down' removes it")
             return 0
-    remote_up.remote_up(lab, shell)
-    remote_up.login_calibrate(cmd, lab)
+    remote_up.remote_up(lab)
+    remote_up.login_calibrate(lab)
     say(f"lab {lab} is up and healthy in {cmd.seconds()} s on {target}")
     say(f"inventory: {state_dir}/inventory.json; run benchmarks with 'make bench' or 'source {cmd.kit.env_file} "
         "&& reframe -c reframe/ -r'")
