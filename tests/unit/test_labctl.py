@@ -207,3 +207,36 @@ def test_local_down_with_something_left_keeps_the_state(fake_kit: Kit, capsys: p
     assert "[lab] lab lab1 has no Terraform state; removing what its lab-up made, by name\n" in err
     assert "[lab] left behind: namespace pfs-x-mon0\n" in err
     assert (state / "lab.json").is_file() and fake_kit.active_file.is_file()
+
+
+# ---- a remote lab's SSH config and console keys (pfslab/lifecycle/remote_up.py) ---------
+
+def test_ssh_config_is_strict_for_known_hosts_and_jumps_through_the_login_node(tmp_path: Path) -> None:
+    from pfslab.lifecycle import remote_up
+
+    inventory = {"ssh": {"user": "admin"}, "nodes": [
+        {"name": "cli0", "address": "10.0.0.3", "ssh_address": "198.51.100.3", "ssh_jump": None},
+        {"name": "osd0", "address": "10.0.0.2", "ssh_address": "10.0.0.2", "ssh_jump": "cli0"}]}
+    known = tmp_path / "known_hosts"
+    known.write_text("cli0 ssh-ed25519 AAAA\n")
+    text = remote_up.ssh_config_text(inventory, "/lab/ssh", known)
+    blocks = text.split("\n\n")
+    assert blocks[0] == ("Host cli0 10.0.0.3\n  HostName 198.51.100.3\n  User admin\n  HostKeyAlias cli0\n"
+                         "  StrictHostKeyChecking yes")
+    assert blocks[1] == ("Host osd0 10.0.0.2\n  HostName 10.0.0.2\n  User admin\n  HostKeyAlias osd0\n"
+                         "  ProxyJump cli0\n  StrictHostKeyChecking accept-new")
+    assert blocks[2].startswith("Host *\n  IdentityFile /lab/ssh/id_ed25519\n  IdentitiesOnly yes\n"
+                                "  UserKnownHostsFile /lab/ssh/known_hosts\n")
+    assert text.endswith("  ServerAliveCountMax 3\n")
+    # A target with a console: no key is ever learnt on first use.
+    assert "accept-new" not in remote_up.ssh_config_text(inventory, "/lab/ssh", known, "strict")
+
+
+def test_console_keys_are_read_from_cloud_inits_block_only() -> None:
+    from pfslab.lifecycle import remote_up
+
+    console = ("ssh-rsa AAAAnot-in-the-block\r\n-----BEGIN SSH HOST KEY KEYS-----\r\n"
+               "ecdsa-sha2-nistp256 AAAAE2 root@h\r\nssh-ed25519 AAAAC3 root@h\r\nnot a key\r\n"
+               "-----END SSH HOST KEY KEYS-----\r\n")
+    assert remote_up.console_keys("mon0", console) == ["mon0 ecdsa-sha2-nistp256 AAAAE2", "mon0 ssh-ed25519 AAAAC3"]
+    assert remote_up.console_keys("mon0", "no keys yet") == []
