@@ -176,5 +176,8 @@ def main(args: Sequence[str], kit: Kit | None = None) -> int:
         return 2
     except Exit as done:
         return done.status
+    except KeyboardInterrupt:
+        # Ctrl-C: what ran said what it was doing; no traceback (bash's status for SIGINT).
+        return 130
     finally:
         cmd.cleanup()

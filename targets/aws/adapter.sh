@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Target adapter: Amazon EC2 (targets/aws/target.json). Sourced by scripts/lab and
+# Target adapter: Amazon EC2 (targets/aws/target.json). Sourced for scripts/lab (pfslab/lifecycle/adapter.py) and
 # scripts/images after scripts/lib/common.sh; defines the target_* functions only.
 # The kit asks AWS through boto3 (pfslab aws, targets/aws/cloud.py); PFSLAB_AWS_ENDPOINT names
 # an EC2 API emulator to ask instead (the kit's tests: scripts/cloud-emulator).
@@ -31,7 +31,7 @@ target_emulated() {
   echo "PFSLAB_AWS_ENDPOINT=$PFSLAB_AWS_ENDPOINT is an EC2 API emulator: no instance boots behind it"
 }
 
-# The deployment id lab-up drew (scripts/lab cloud_deployment), when there is one.
+# The deployment id lab-up drew (pfslab/lifecycle/terraform.py: deployment), when there is one.
 aws_deployment_args() {
   local file
   file=$(state_dir "$1")/deployment

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Target adapter: Azure (targets/azure/target.json). Sourced by scripts/lab and
+# Target adapter: Azure (targets/azure/target.json). Sourced for scripts/lab (pfslab/lifecycle/adapter.py) and
 # scripts/images after scripts/lib/common.sh; defines the target_* functions only.
 
 # The Packer source scripts/images builds this target's images with.
@@ -22,7 +22,7 @@ target_credentials() {
 
 # What Azure still holds tagged with the lab and its owner, one resource id per line
 # (az filters on one tag; the owner is matched in the query). Another user's lab of
-# the same name is not this lab's leftover. A failed listing fails (scripts/lab
+# the same name is not this lab's leftover. A failed listing fails (pfslab/lifecycle/down.py
 # cloud_leftovers): an empty answer must mean that Azure has nothing.
 target_leftovers() {
   local lab=$1 owner

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Target adapter: bare metal (targets/baremetal/target.json): MAAS machines, or
-# existing hosts over SSH. Sourced by scripts/lab after scripts/lib/common.sh.
+# existing hosts over SSH. Sourced for scripts/lab (pfslab/lifecycle/adapter.py: state_dir and tf_cloud come from there).
 
 # MAAS machines need the maas provider's root; existing hosts need none.
 target_root() {
