@@ -594,6 +594,22 @@ def _add_lifecycle(sub: Subparsers) -> None:
     p = sub.add_parser("watchdog", help="watch a lab's health during a run (scripts/watchdog)")
     p.add_argument("args", nargs="*", metavar="LAB RUN_DIR WATCHED_PID [INTERVAL_S]")
     p.set_defaults(handler=_cmd_lifecycle)
+    p = sub.add_parser("local", help="a local lab's plumbing on this machine: its network, directories, mounts "
+                       "and node files (scripts/local/*, which Terraform's provisioners run)")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="netns|prepare|cleanup|bind-mount|unmount|node-config|"
+                   "cluster-files ARGS")
+    p.set_defaults(handler=_cmd_local)
+    p = sub.add_parser("throttle", help="starve a running local lab's daemons of CPU, or release them (scripts/throttle)")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="on [PERCENT] [DAEMON] | off | status")
+    p.set_defaults(handler=_cmd_local)
+
+
+def _cmd_local(args: argparse.Namespace) -> int:
+    from pfslab.lifecycle import local_command
+
+    if args.command == "throttle":
+        return local_command.throttle_main(args.args)
+    return local_command.main(args.args)
 
 
 def _cmd_labctl(args: argparse.Namespace) -> int:

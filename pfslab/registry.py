@@ -343,7 +343,7 @@ MUNGE_KEY = "munge.key"
 
 def cluster_files_for(roles: Iterable[str]) -> list[str]:
     """The cluster's files a node with these roles gets, sorted: its families' roles'
-    ``cluster_files``, and MUNGE's key for a Slurm role (scripts/lib/cluster-files.sh)."""
+    ``cluster_files``, and MUNGE's key for a Slurm role (pfslab/transport/local_node.py says which file is whose)."""
     names = set(roles)
     files = {f for r in all_roles() if r.name in names for f in r.cluster_files}
     if any(n.startswith("slurm-") for n in names):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016
-# Which node gets which of the cluster's files (scripts/lib/cluster-files.sh): the
-# table by role, the local lab's copy between per-node directories (modes kept, the
+# Which node gets which of the cluster's files (pfslab registry cluster-files, the
+# families' roles[].cluster_files): the table by role, the local lab's copy
+# (scripts/local/cluster-files, pfslab/transport/local_node.py) between per-node directories (modes kept, the
 # bootstrap node untouched) and the remote labs' copy over scp -3 for a BeeGFS lab.
 
 load helpers
@@ -22,7 +23,7 @@ setup() {
   echo monmap >"$SRC/monmap" && chmod 644 "$SRC/monmap"
 }
 
-files_for() { run bash -c 'source "$1/scripts/lib/common.sh" && source "$1/scripts/lib/cluster-files.sh" && shift && cluster_files_for "$@"' _ "$KIT" "$@"; }
+files_for() { run "$KIT/.venv/bin/pfslab" registry cluster-files "$@"; }
 
 @test "the table: mon and admin keys on monitors, a bootstrap key per daemon kind, the client's own key on clients" {
   files_for ceph-mon ceph-mgr ceph-mds
