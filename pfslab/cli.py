@@ -416,17 +416,66 @@ def _add_baseline(sub: Subparsers) -> None:
 def _cmd_overhead(args: argparse.Namespace) -> int:
     from pfslab import overhead
 
-    for line in overhead.measure(args.rounds, args.threads, args.tools):
+    rounds, threads, tools = args.rounds, args.threads, list(args.tools)
+    if args.words:
+        rounds, threads = args.words[0], args.words[1] if len(args.words) > 1 else threads
+        tools = args.words[2:] or tools
+    for name, value in (("ROUNDS", rounds), ("THREADS", threads)):
+        if not value.isdigit() or int(value) < 1:
+            print(f"[bench-overhead] error: {name}={value} is not allowed; give a whole number of at least 1",
+                  file=sys.stderr)
+            return 2
+    for line in overhead.measure(int(rounds), int(threads), tools):
         print(line, flush=True)
     return 0
 
 
 def _add_overhead(sub: Subparsers) -> None:
-    p = sub.add_parser("overhead", help="kit/hand throughput ratio of one case per tool on the running lab")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threads", type=int, default=2)
+    p = sub.add_parser("overhead", help="kit/hand throughput ratio of one case per tool on the running lab "
+                       "(scripts/bench-overhead [ROUNDS] [THREADS] [TOOL...])")
+    p.add_argument("--rounds", default="5")
+    p.add_argument("--threads", default="2")
     p.add_argument("--tools", nargs="+", default=["ior", "fio"], help="of ior, fio (default: both)")
+    p.add_argument("words", nargs="*", metavar="ROUNDS [THREADS [TOOL...]]")
     p.set_defaults(handler=_cmd_overhead)
+
+
+def _cmd_baseline_runs(args: argparse.Namespace) -> int:
+    from pfslab import lifecycle
+    from pfslab.lifecycle import baseline_runs
+
+    bench_args = list(args.bench_args)
+    if bench_args[:1] == ["--"]:
+        bench_args = bench_args[1:]
+    try:
+        return baseline_runs.main(os.environ.get("REPEAT") or "3", bench_args)
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(baseline_runs.TAG, err)
+
+
+def _add_baseline_runs(sub: Subparsers) -> None:
+    p = sub.add_parser("baseline-runs", help="make baseline: run the active lab's suite REPEAT times (default 3) and "
+                       "write reframe/references/<lab>.yaml from the runs (scripts/baseline)")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, help="-- then scripts/bench's options")
+    p.set_defaults(handler=_cmd_baseline_runs)
+
+
+def _cmd_drop_caches(args: argparse.Namespace) -> int:
+    from pfslab import lifecycle
+    from pfslab.lifecycle import drop_caches
+
+    os.environ["PFSLAB_LOG_TAG"] = drop_caches.TAG
+    try:
+        return drop_caches.main(args.lab)
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(drop_caches.TAG, err)
+
+
+def _add_drop_caches(sub: Subparsers) -> None:
+    p = sub.add_parser("drop-caches", help="drop the page, dentry and inode caches on every node of the running lab "
+                       "(scripts/drop-caches; job scripts call it)")
+    p.add_argument("lab", nargs="?", help="default: $PFSLAB_LAB, then the active lab")
+    p.set_defaults(handler=_cmd_drop_caches)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -664,6 +713,7 @@ REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
     _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_login, _add_lifecycle,
+    _add_baseline_runs, _add_drop_caches,
 )
 
 

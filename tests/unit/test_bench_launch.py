@@ -330,3 +330,73 @@ def test_the_login_node_is_the_inventorys_login_else_its_first_client() -> None:
     assert Inventory.from_json({"target": "x", "clients": []}).login_node == ""
     assert Inventory.from_json({"target": "x", "inside": "lg"}).inside == "lg"
 
+
+
+# ---- the small commands around a run: drop-caches, baseline ---------------------------------------
+
+def _lab_up_in(build: Path, monkeypatch: pytest.MonkeyPatch, inventory: dict[str, object]) -> None:
+    monkeypatch.setenv("PFSLAB_BUILD", str(build))
+    monkeypatch.delenv("PFSLAB_LAB", raising=False)
+    (build / "lab1" / "ssh").mkdir(parents=True)
+    (build / "lab1" / "ssh" / "config").write_text("Host *\n")
+    (build / "lab1" / "inventory.json").write_text(json.dumps(inventory))
+    (build / "active-lab").write_text("lab1\n")
+
+
+def test_drop_caches_on_a_local_lab_drops_once_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pfslab.lifecycle import drop_caches
+
+    local = next(t for t in registry.targets().values() if t.namespaces)
+    _lab_up_in(tmp_path, monkeypatch, {"target": local.target, "nodes": [{"name": "a"}, {"name": "b"}]})
+    drops: list[str] = []
+    monkeypatch.setattr(drop_caches, "drop_here", lambda: drops.append("here"))
+    assert drop_caches.main(None) == 0
+    assert drops == ["here"]
+
+
+def test_drop_caches_on_a_remote_lab_drops_on_every_node_and_counts_failures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pfslab.lifecycle import drop_caches
+
+    remote = next(t for t in registry.targets().values() if t.remote)
+    _lab_up_in(tmp_path, monkeypatch, {"target": remote.target,
+                                       "nodes": [{"name": "mon0"}, {"name": "cli0"}, {"name": "cli1"}]})
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    # ssh -F CONFIG -n NODE COMMAND: recorded; cli1 does not answer.
+    (shims / "ssh").write_text('#!/bin/bash\necho "$4 $5" >>"$0.log"\n[[ $4 != cli1 ]] || exit 255\n')
+    (shims / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    with pytest.raises(Refusal, match=r"^could not drop caches on 1 node\(s\) of lab lab1$"):
+        drop_caches.main("lab1")
+    assert sorted((shims / "ssh.log").read_text().splitlines()) == [
+        f"{n} {drop_caches.COMMAND}" for n in ("cli0", "cli1", "mon0")]
+
+
+def test_drop_caches_without_a_lab_up_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pfslab.lifecycle import drop_caches
+
+    monkeypatch.setenv("PFSLAB_BUILD", str(tmp_path))
+    monkeypatch.delenv("PFSLAB_LAB", raising=False)
+    with pytest.raises(Refusal, match=r"^no lab is up; run 'make lab-up' first$"):
+        drop_caches.main(None)
+    with pytest.raises(Refusal, match=r"^lab lab2 is not up \(no .*/lab2/inventory.json\)$"):
+        drop_caches.main("lab2")
+    with pytest.raises(Refusal, match=r"^LAB=../x is not a lab name"):
+        drop_caches.main("../x")
+
+
+def test_a_baseline_needs_two_runs_or_more_and_takes_each_runs_newest_directory(tmp_path: Path) -> None:
+    from pfslab.lifecycle import baseline_runs
+
+    for bad in ("1", "two", "", "-3"):
+        with pytest.raises(Refusal, match=f"^REPEAT={bad} is not allowed; a baseline needs a whole number of runs, at least 2$"):
+            baseline_runs.repeat_of(bad)
+    assert baseline_runs.repeat_of("3") == 3
+    runs = tmp_path / "runs"
+    for name, age in (("20261128T090000Z", 100), ("20261128T100000Z", 0), ("20261128T100001Z", 0)):
+        (runs / name).mkdir(parents=True)
+        os.utime(runs / name, (time.time() - age, time.time() - age))
+    assert baseline_runs.newest_since(runs, time.time() - 50) == runs / "20261128T100001Z"
+    assert baseline_runs.newest_since(runs, time.time() + 50) is None
+    assert baseline_runs.newest_since(tmp_path / "none", 0) is None
