@@ -14,7 +14,8 @@
 #     copied off it; its public half is authorised on every node of the lab for
 #     connections from the login node's lab address only (from=), marked with the lab
 #     and this checkout's instance, and removed again by lab-down.
-# Runs are started there (scripts/bench) and brought home whole to build/runs/<lab>/.
+# Runs are started there (scripts/bench) and brought home whole to build/runs/<lab>/
+# (pfslab/lifecycle/login_run.py; the one-line calls at the end of this file).
 
 # The lab's login node; nothing for a lab without clients (nothing to benchmark from).
 login_node() { jq -r '.login // .clients[0] // empty' "$(remote_inv "$1")"; }
