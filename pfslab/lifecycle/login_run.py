@@ -136,12 +136,14 @@ def recorded(login: Login) -> Recorded | None:
               "elif test -n \"$p\" && grep -qaF -- \"$n\" /proc/$p/cmdline 2>/dev/null; then st=running; "
               "else st=lost; fi; echo \"$n $(cat \"$d/since\" 2>/dev/null || echo ?) $st\"")
     done = subprocess.run(login.argv(script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, check=False)
+                          stderr=subprocess.PIPE, text=True, check=False)
     out = done.stdout.rstrip("\n")
     if done.returncode != 0:
         from pfslab.lifecycle import reach
 
-        raise Refusal(reach.diagnose(login.lab, login.inventory, login.node, out, login.ssh_dir))
+        # ssh's own messages say why (a warning of a session that worked is not the record).
+        said = (done.stderr + done.stdout).rstrip("\n")
+        raise Refusal(reach.diagnose(login.lab, login.inventory, login.node, said, login.ssh_dir))
     if not out:
         return None
     words = out.split()

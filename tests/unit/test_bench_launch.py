@@ -71,9 +71,14 @@ def test_where_a_run_goes(kit: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PFSLAB_MODE", raising=False)
     monkeypatch.delenv(detached.DETACHED_VAR, raising=False)
     went: list[str] = []
-    monkeypatch.setattr(bench, "run", lambda lab, args, given=None: went.append(f"here {given}") or 0)
-    monkeypatch.setattr(bench_launch, "_remote", lambda lab, args: went.append("login node") or 0)
-    monkeypatch.setattr(detached, "run", lambda lab, args: went.append("detached") or 0)
+
+    def goes(where: str) -> int:
+        went.append(where)
+        return 0
+
+    monkeypatch.setattr(bench, "run", lambda lab, args, given=None: goes(f"here {given}"))
+    monkeypatch.setattr(bench_launch, "_remote", lambda lab, args: goes("login node"))
+    monkeypatch.setattr(detached, "run", lambda lab, args: goes("detached"))
     targets = registry.targets().values()
     local = next(t for t in targets if t.namespaces)
     remote = next(t for t in targets if t.remote and not t.detached_runs)
@@ -400,3 +405,68 @@ def test_a_baseline_needs_two_runs_or_more_and_takes_each_runs_newest_directory(
     assert baseline_runs.newest_since(runs, time.time() - 50) == runs / "20261128T100001Z"
     assert baseline_runs.newest_since(runs, time.time() + 50) is None
     assert baseline_runs.newest_since(tmp_path / "none", 0) is None
+
+
+# ---- the run recorded on a remote lab's login node, through an ssh that runs here -------------------
+
+@pytest.fixture
+def login_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A remote lab whose login node cli0 is this machine under a scratch kit folder (an
+    ssh stand-in runs the command here); the login node's record folder."""
+    build, root = tmp_path / "build", tmp_path / "login" / "opt" / "pfslab"
+    (build / "lab1" / "ssh").mkdir(parents=True)
+    (build / "lab1" / "ssh" / "config").write_text("Host *\n")
+    remote = next(t for t in registry.targets().values() if t.remote)
+    (build / "lab1" / "inventory.json").write_text(json.dumps(
+        {"target": remote.target, "login": "cli0", "nodes": [{"name": "cli0", "address": "10.0.0.2"}]}))
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "ssh").write_text('#!/bin/bash\n[[ ! -e "$0.down" ]] || { echo "ssh: connect to host 10.0.0.2 port 22: '
+                               'Connection refused" >&2; exit 255; }\nexec bash -c "$5"\n')
+    (shims / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    monkeypatch.setenv("PFSLAB_BUILD", str(build))
+    monkeypatch.setenv("PFSLAB_REMOTE_ROOT", str(root))
+    return root / "build" / "lab1" / "detached"
+
+
+def test_the_run_recorded_on_the_login_node(login_here: Path, tmp_path: Path) -> None:
+    login = login_run.Login.of("lab1")
+    assert login.node == "cli0"
+    assert login_run.recorded(login) is None
+    login_here.mkdir(parents=True)
+    (login_here / "run").write_text("20261128T100000Z\n")
+    (login_here / "since").write_text("2026-11-28T10:00:00Z\n")
+    assert login_run.recorded(login) == login_run.Recorded("20261128T100000Z", "2026-11-28T10:00:00Z", "lost")
+    (login_here / "status").write_text("0\n")
+    assert login_run.recorded(login).state == "ended"  # type: ignore[union-attr]
+    (login_here / "run").write_text("../../etc\n")
+    with pytest.raises(Refusal, match=r"^login node cli0 records a run that is not the kit's \(run name '../../etc'"):
+        login_run.recorded(login)
+    (tmp_path / "shims" / "ssh.down").touch()
+    with pytest.raises(Refusal, match="cli0"):
+        login_run.recorded(login)
+
+
+def test_lab_up_is_refused_only_while_a_run_goes_on_a_login_node_whose_key_is_known(
+        login_here: Path, tmp_path: Path) -> None:
+    name = "20261128T100000Z"
+    login_here.mkdir(parents=True)
+    (login_here / "run").write_text(name + "\n")
+    (login_here / "since").write_text("2026-11-28T10:00:00Z\n")
+    child = subprocess.Popen(["bash", "-c", "sleep 30; :", name])
+    try:
+        (login_here / "pid").write_text(f"{child.pid}\n")
+        deadline = time.monotonic() + 10
+        while name.encode() not in Path(f"/proc/{child.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        login_run.refuse_running("lab1")  # no host key of cli0 recorded: not asked
+        (tmp_path / "build" / "lab1" / "ssh" / "known_hosts").write_text("cli0 ssh-ed25519 AAAA\n")
+        with pytest.raises(Refusal, match=(r"^a run of lab lab1 is going on its login node cli0 since "
+                                           r"2026-11-28T10:00:00Z \(run 20261128T100000Z\): 'make bench' reattaches")):
+            login_run.refuse_running("lab1")
+    finally:
+        child.kill()
+        child.wait()
+    login_run.refuse_running("lab1")  # lost: nothing to refuse
