@@ -25,6 +25,9 @@ def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A checkout's build/ of its own for the launch side's files."""
     for module in (bench_launch, lablock, detached):
         monkeypatch.setattr(module, "KIT_ROOT", tmp_path)
+    # main() exports the mode it finds (the run's provenance reads it): set here, so that
+    # it is undone after each test.
+    monkeypatch.setenv("PFSLAB_MODE", "")
     (tmp_path / "build").mkdir()
     return tmp_path
 
@@ -53,7 +56,6 @@ def test_no_lab_up_is_refused_in_one_line(kit: Path) -> None:
 
 
 def test_a_bad_mode_from_the_arguments_is_refused_naming_it(kit: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PFSLAB_MODE", raising=False)
     _up(kit, "lab1", {"target": "local", "nodes": []})
     with pytest.raises(Refusal, match=r"^MODE=fast is not allowed; allowed: quick, full$"):
         bench_launch.main(["--mode", "fast"])
@@ -61,14 +63,12 @@ def test_a_bad_mode_from_the_arguments_is_refused_naming_it(kit: Path, monkeypat
 
 
 def test_a_lab_without_inventory_is_not_up(kit: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PFSLAB_MODE", raising=False)
     (kit / "build" / "active-lab").write_text("lab1\n")
     with pytest.raises(Refusal, match=r"^lab lab1 is not up \(no inventory\); run 'make lab-up LAB=lab1'$"):
         bench_launch.main([])
 
 
 def test_where_a_run_goes(kit: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PFSLAB_MODE", raising=False)
     monkeypatch.delenv(detached.DETACHED_VAR, raising=False)
     went: list[str] = []
 
