@@ -416,17 +416,66 @@ def _add_baseline(sub: Subparsers) -> None:
 def _cmd_overhead(args: argparse.Namespace) -> int:
     from pfslab import overhead
 
-    for line in overhead.measure(args.rounds, args.threads, args.tools):
+    rounds, threads, tools = args.rounds, args.threads, list(args.tools)
+    if args.words:
+        rounds, threads = args.words[0], args.words[1] if len(args.words) > 1 else threads
+        tools = args.words[2:] or tools
+    for name, value in (("ROUNDS", rounds), ("THREADS", threads)):
+        if not value.isdigit() or int(value) < 1:
+            print(f"[bench-overhead] error: {name}={value} is not allowed; give a whole number of at least 1",
+                  file=sys.stderr)
+            return 2
+    for line in overhead.measure(int(rounds), int(threads), tools):
         print(line, flush=True)
     return 0
 
 
 def _add_overhead(sub: Subparsers) -> None:
-    p = sub.add_parser("overhead", help="kit/hand throughput ratio of one case per tool on the running lab")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threads", type=int, default=2)
+    p = sub.add_parser("overhead", help="kit/hand throughput ratio of one case per tool on the running lab "
+                       "(scripts/bench-overhead [ROUNDS] [THREADS] [TOOL...])")
+    p.add_argument("--rounds", default="5")
+    p.add_argument("--threads", default="2")
     p.add_argument("--tools", nargs="+", default=["ior", "fio"], help="of ior, fio (default: both)")
+    p.add_argument("words", nargs="*", metavar="ROUNDS [THREADS [TOOL...]]")
     p.set_defaults(handler=_cmd_overhead)
+
+
+def _cmd_baseline_runs(args: argparse.Namespace) -> int:
+    from pfslab import lifecycle
+    from pfslab.lifecycle import baseline_runs
+
+    bench_args = list(args.bench_args)
+    if bench_args[:1] == ["--"]:
+        bench_args = bench_args[1:]
+    try:
+        return baseline_runs.main(os.environ.get("REPEAT") or "3", bench_args)
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(baseline_runs.TAG, err)
+
+
+def _add_baseline_runs(sub: Subparsers) -> None:
+    p = sub.add_parser("baseline-runs", help="make baseline: run the active lab's suite REPEAT times (default 3) and "
+                       "write reframe/references/<lab>.yaml from the runs (scripts/baseline)")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, help="-- then scripts/bench's options")
+    p.set_defaults(handler=_cmd_baseline_runs)
+
+
+def _cmd_drop_caches(args: argparse.Namespace) -> int:
+    from pfslab import lifecycle
+    from pfslab.lifecycle import drop_caches
+
+    os.environ["PFSLAB_LOG_TAG"] = drop_caches.TAG
+    try:
+        return drop_caches.main(args.lab)
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(drop_caches.TAG, err)
+
+
+def _add_drop_caches(sub: Subparsers) -> None:
+    p = sub.add_parser("drop-caches", help="drop the page, dentry and inode caches on every node of the running lab "
+                       "(scripts/drop-caches; job scripts call it)")
+    p.add_argument("lab", nargs="?", help="default: $PFSLAB_LAB, then the active lab")
+    p.set_defaults(handler=_cmd_drop_caches)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -465,13 +514,16 @@ def _add_calibrate(sub: Subparsers) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from pfslab.lifecycle import bench
+    from pfslab import lifecycle
+    from pfslab.lifecycle import bench, bench_launch
 
     reframe_args = list(args.reframe_args)
     if reframe_args[:1] == ["--"]:
         reframe_args = reframe_args[1:]
     try:
-        return bench.run(args.lab, reframe_args, args.run_dir)
+        return bench_launch.main(reframe_args)
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse("bench", err)
     except KitError as err:
         # scripts/bench exec's this command: its errors read as that script's.
         bench.say(f"error: {err}")
@@ -482,11 +534,70 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _add_bench(sub: Subparsers) -> None:
-    p = sub.add_parser("bench", help="run the lab's suite with ReFrame where it is launched (scripts/bench calls it)")
-    p.add_argument("--run-dir", help="the run directory a detached run's launcher made (default: a new one)")
-    p.add_argument("lab")
-    p.add_argument("reframe_args", nargs=argparse.REMAINDER, help="ReFrame's options (--demo: the lab's demo cases)")
+    p = sub.add_parser("bench", help="run the active lab's suite with ReFrame (scripts/bench): here, detached from "
+                       "the terminal (a site lab), or on a remote lab's login node, followed and brought home")
+    p.add_argument("reframe_args", nargs=argparse.REMAINDER,
+                   help="-- then ReFrame's options (--demo: the lab's demo cases)")
     p.set_defaults(handler=_cmd_bench)
+
+
+def _cmd_login(args: argparse.Namespace) -> int:
+    """A remote lab's runs on its login node (pfslab/lifecycle/login_run.py), for the
+    shell's lab-up and lab-down and the tests: refusals in the die form with the
+    caller's log tag."""
+    from pfslab import lifecycle
+    from pfslab.lifecycle import login_run
+
+    try:
+        if args.login_command == "refuse-running":
+            login_run.refuse_running(args.lab)
+            return 0
+        if args.login_command == "stop-bench":
+            login_run.stop_bench(args.lab)
+            return 0
+        if args.login_command == "end-lab-processes":
+            login_run.end_lab_processes(args.lab)
+            return 0
+        login = login_run.Login.of(args.lab)
+        if args.login_command == "recorded":
+            found = login_run.recorded(login)
+            if found is not None:
+                print(found.line())
+            return 0
+        if args.login_command == "launch":
+            env, bench_args = login_run.split_launch_words(args.words)
+            login_run.launch(login, args.name, env, bench_args)
+            return 0
+        if args.login_command == "follow":
+            return login_run.follow(login, args.name, Path(args.console))
+        return 0 if login_run.fetch_run(login, args.name, Path(args.dest)) else 1
+    except lifecycle.Refusal as err:
+        return lifecycle.refuse(login_run.tag(), err)
+
+
+def _add_login(sub: Subparsers) -> None:
+    p = sub.add_parser("login", help="a remote lab's runs on its login node (make bench launches, follows and brings "
+                       "them home; lab-up and lab-down ask and end them)")
+    actions = p.add_subparsers(dest="login_command", required=True, metavar="ACTION")
+    actions.add_parser("refuse-running", help="exit 2 in one line when a run of the lab goes on its login node "
+                       "(lab-up would restart the lab under it)").add_argument("lab")
+    actions.add_parser("stop-bench", help="end a run of the lab still going on its login node").add_argument("lab")
+    actions.add_parser("end-lab-processes", help="end every node's processes that use the lab's file system"
+                       ).add_argument("lab")
+    actions.add_parser("recorded", help="NAME SINCE STATE (running, ended, lost) of the run recorded on the lab's "
+                       "login node; nothing when none").add_argument("lab")
+    launch = actions.add_parser("launch", help="start scripts/bench on the login node detached from this session")
+    launch.add_argument("lab")
+    launch.add_argument("name", help="the run's name")
+    launch.add_argument("words", nargs=argparse.REMAINDER, metavar="[VAR=VALUE...] -- BENCH-ARGS...")
+    follow = actions.add_parser("follow", help="show the run's output from what CONSOLE holds to its end, reattaching "
+                                "when the session drops (PFSLAB_REATTACH_TIMEOUT); exit with the run's status")
+    for name in ("lab", "name", "console"):
+        follow.add_argument(name)
+    fetch = actions.add_parser("fetch-run", help="bring the run directory home whole (plain files and folders only)")
+    for name in ("lab", "name", "dest"):
+        fetch.add_argument(name)
+    p.set_defaults(handler=_cmd_login)
 
 
 # ---- a target's own commands -----------------------------------------------------------
@@ -631,7 +742,8 @@ def _add_labctl(sub: Subparsers) -> None:
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
-    _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle, _add_labctl,
+    _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle, _add_labctl, _add_login,
+    _add_baseline_runs, _add_drop_caches,
 )
 
 

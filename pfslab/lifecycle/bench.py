@@ -1,9 +1,10 @@
 """A run of the lab's suite where it is launched (the local lab, a remote lab's login node,
 a site lab's submit node): one process of the kit's CLI and one of ReFrame.
 
-``scripts/bench`` decides where a run goes (a remote lab's login node, a detached site
-run), takes the lab's lock and ``exec``s ``pfslab bench`` here: the process id stays the
-one the lock is held for (until it ends) and the one the watchdog watches. Everything the run needs besides ReFrame (its directory, provenance, the
+``pfslab bench`` (scripts/bench; pfslab/lifecycle/bench_launch.py) decides where a run
+goes (a remote lab's login node, a detached site run), takes the lab's lock on a
+descriptor of this process and runs it here: the process id is the one the lock names and
+the one the watchdog watches. Everything the run needs besides ReFrame (its directory, provenance, the
 pre-run check, the progress lines, the accounting records, the verdict) is done in this
 process (the watchdog in a child forked from it), so a run starts ReFrame once and the CLI once.
 """
@@ -148,7 +149,7 @@ def _watchdog_child(lab: str, run_dir: Path, watched: int, interval: str, stderr
         os.dup2(devnull, 1)
         os.dup2(stderr_fd, 2)
         # Nothing else of the run's: above all not the lab's lock (a descriptor
-        # scripts/bench took), which a watchdog outliving a killed run would hold.
+        # pfslab/lifecycle/lablock.py took), which a watchdog outliving a killed run would hold.
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         # The parent's sys.stderr may not be descriptor 2 (a test's capture): the
         # watchdog's lines must reach the pipe.

@@ -51,6 +51,9 @@ class Inventory:
     #: None: an inventory without the list (the nodes with a client role are the clients).
     clients: tuple[str, ...] | None = None
     login: str = ""
+    #: The login node whose inside view this is (the inventory lab-up ships to a remote
+    #: lab's login node); empty on the kit's machine.
+    inside: str = ""
     #: None: an inventory written before it had phases (roles in node order).
     phases: tuple[tuple[Placement, ...], ...] | None = None
     local: Local | None = None
@@ -80,6 +83,7 @@ class Inventory:
             title=top.text("title", ""),
             clients=clients,
             login=top.text("login", ""),
+            inside=top.text("inside", ""),
             phases=_phases(top),
             local=None if local is None else Local(local.text_map("netns"), local.text("run_root", ""),
                                                    local.text("state_root", "")),
@@ -114,6 +118,12 @@ class Inventory:
     def registry_target(self) -> registry.Target:
         """The target's registry entry (its flags: namespaces, provisions)."""
         return registry.target_of({"target": self.target})
+
+    @property
+    def login_node(self) -> str:
+        """The node that launches the lab's runs: its ``login``, else its first client;
+        empty for a lab without clients (nothing to benchmark from)."""
+        return self.login or (self.clients[0] if self.clients else "")
 
     def address(self, node: str) -> str:
         return next((n.address for n in self.nodes if n.name == node), "")

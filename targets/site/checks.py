@@ -312,7 +312,7 @@ def inventory(lab: dict[str, Any], reports: dict[str, NodeReport], scratch: dict
         "nodes": [{"name": n, "address": n} for n in nodes],
         "clients": nodes,
         "login": "local",
-        # The run starts on this machine, the submit node (scripts/bench launches_here).
+        # The run starts on this machine, the submit node (pfslab/lifecycle/bench_launch.py: the inside view).
         "inside": "local",
         "launcher": lab.get("launcher", {}),
         "scheduler": lab.get("scheduler") or {"type": "none"},

@@ -70,5 +70,5 @@ bench_of() {
   run wc -l <"$KIT/reframe.args"
   assert_output 1
   run cat "$KIT/pfslab.calls"
-  assert_output "bench local --"
+  assert_output "bench --"
 }

@@ -52,7 +52,7 @@ def test_the_targets_and_their_settings_come_from_the_target_files() -> None:
     assert [t for t, info in targets.items() if not info.remote] == ["local", "site"]
     assert [t for t, info in targets.items() if not info.provisions] == ["site"]
     # Runs started where the user works over their own SSH (a site's submit node) go on
-    # when that session drops (scripts/bench, scripts/lib/detached.sh).
+    # when that session drops (pfslab/lifecycle/detached.py).
     assert [t for t, info in targets.items() if info.detached_runs] == ["site"]
     for name in targets:
         assert (KIT / "targets" / name / "adapter.sh").is_file(), f"target {name} has no adapter"
