@@ -71,8 +71,8 @@ def dispatch(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str]) -> int:
     try:
         return dispatch(argv)
-    except HostsRefusal as err:
-        print(f"[{TAG}] error: {err}", file=sys.stderr, flush=True)
-        return 2
     except CommandFailed as err:
         return err.status
+    except KitError as err:
+        print(f"[{TAG}] error: {err}", file=sys.stderr, flush=True)
+        return 2

@@ -41,6 +41,13 @@ ACCESS_VARS = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PRO
                "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST")
 
 
+def overlay_options(lowers: Sequence[Path | str], upper: Path, work: Path) -> str:
+    """An overlay's mount options: ``lowers`` top first (a host: its image over the base;
+    an image's build: the base), ``upper`` the layer written to (a host's disk, the
+    image being built)."""
+    return f"lowerdir={':'.join(str(p) for p in lowers)},upperdir={upper},workdir={work}"
+
+
 def images_dir(root: Path = KIT_ROOT) -> Path:
     return root / "build" / "host-images"
 
@@ -192,8 +199,7 @@ def provision(base: Path, tmp: Path, role: str, family: str, kit: str, target: s
     archive where Packer's file provisioner puts it, then each step with its environment.
     Its output is the build's log; its status 1 when a step failed."""
     m = tmp / "merged"
-    _run(["mount", "-t", "overlay", "overlay", "-o", f"lowerdir={base},upperdir={tmp}/upper,workdir={tmp}/work",
-          str(m)])
+    _run(["mount", "-t", "overlay", "overlay", "-o", overlay_options([base], tmp / "upper", tmp / "work"), str(m)])
     _run(["mount", "-t", "proc", "proc", f"{m}/proc"])
     _run(["mount", "--rbind", "/dev", f"{m}/dev"])
     _run(["mount", "-t", "tmpfs", "tmpfs", f"{m}/tmp"])

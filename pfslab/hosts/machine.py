@@ -503,8 +503,8 @@ def host_init(directory: Path, node: str, image: str, base: str) -> NoReturn:
     namespace, its devices, its hostname."""
     root = directory / "root"
     socket.sethostname(node)
-    _mount("-t", "overlay", "overlay", "-o", f"lowerdir={image}:{base},upperdir={directory}/upper,"
-           f"workdir={directory}/work", str(root))
+    _mount("-t", "overlay", "overlay", "-o",
+           images.overlay_options([image, base], directory / "upper", directory / "work"), str(root))
     _mount("-t", "proc", "proc", f"{root}/proc")
     _mount("-t", "sysfs", "-o", "ro", "sysfs", f"{root}/sys")
     _mount("-t", "tmpfs", "-o", "mode=755,nosuid", "tmpfs", f"{root}/dev")
