@@ -358,6 +358,7 @@ class Hosts:
         if not command:
             raise HostsRefusal(f"usage: scripts/hosts exec {self.lab.name} {node} COMMAND...")
         argv = [*self.enter(pid), *command]
+        default_signals()
         os.execvp(argv[0], argv)
 
     def stop_sshd(self, node: str) -> None:
@@ -530,7 +531,16 @@ def host_init(directory: Path, node: str, image: str, base: str) -> NoReturn:
     sys.stderr.flush()
     os.chroot(root)
     os.chdir("/")
+    default_signals()
     os.execv(TINI[0], TINI)
+
+
+def default_signals() -> None:
+    """Python ignores SIGPIPE and SIGXFSZ, and an exec keeps what is ignored: what it
+    execs (a host's PID 1 and everything under it, a command run in a host) gets them
+    back as any shell's commands have them."""
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _mknod(path: Path, kind: int, mode: int, major: int, minor: int) -> None:

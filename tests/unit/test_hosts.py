@@ -310,3 +310,18 @@ def test_every_kind_of_leftover_is_named() -> None:
         f"namespace {h.switch_ns}", f"namespace {h.host_ns('cli0')}", f"link {h.login_link}",
         f"loop device /dev/loop3: [2049]:9 ({h.state}/disks/osd1-0.img)", f"mount {h.state}/osd1/root/proc",
         "process 4242", f"files {h.state}"]
+
+
+def test_what_the_hosts_exec_gets_sigpipe_back() -> None:
+    """A host's PID 1 and a command run in a host are exec'd from Python, which ignores
+    SIGPIPE: `yes | head` in them must end."""
+    import signal
+    import subprocess
+    import sys
+
+    script = ("import os, signal; from pfslab.hosts.machine import default_signals; default_signals(); "
+              "os.execv('/bin/sh', ['sh', '-c', 'grep SigIgn /proc/self/status'])")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          restore_signals=False)
+    ignored = int(done.stdout.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
