@@ -737,13 +737,28 @@ def _add_labctl(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_labctl)
 
 
+# ---- hosts ---------------------------------------------------------------------------
+
+def _cmd_hosts(args: argparse.Namespace) -> int:
+    from pfslab.hosts import command
+
+    return command.main(args.args)
+
+
+def _add_hosts(sub: Subparsers) -> None:
+    p = sub.add_parser("hosts", help="hosts on this machine standing in for a site's existing machines "
+                       "(scripts/hosts: up, down, status, exec, stop-sshd, restart, poweroff)")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ACTION LAB [HOST [COMMAND...]]")
+    p.set_defaults(handler=_cmd_hosts)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
     _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle, _add_labctl, _add_login,
-    _add_baseline_runs, _add_drop_caches,
+    _add_baseline_runs, _add_drop_caches, _add_hosts,
 )
 
 
