@@ -1,0 +1,210 @@
+"""The image tooling moved from scripts/lib/images.sh into pfslab/images: the kit's file
+list, manifest and digest (the digest names every image: pfslab-<role>-<family>-<digest12>),
+the kit archive Packer copies into images, and the template directory Packer reads."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pfslab.images import ImageError, command, kit, templates
+
+KIT = Path(__file__).resolve().parents[2]
+
+
+def write(path: Path, text: str, executable: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755 if executable else 0o644)
+
+
+@pytest.fixture
+def small_kit(tmp_path: Path) -> Path:
+    """A small kit (no git): what an image carries, and what it must not."""
+    k = tmp_path / "kit"
+    write(k / "families" / "cephfs" / "role", "echo role\n", executable=True)
+    write(k / "families" / "cephfs" / "family.json", '{"filesystem": "cephfs", "family": "ceph"}\n')
+    write(k / "targets" / "aws" / "target.json", '{"target": "aws"}\n')
+    write(k / "targets" / "aws" / "image.pkr.hcl", 'source "null" "aws" {}\n')
+    write(k / "targets" / "aws" / "root" / "main.tf", "# kit machine only\n")
+    write(k / "labs" / "local.yaml", "name: local\n")
+    write(k / "reframe" / "ior.py", "x = 1\n")
+    write(k / "reframe" / "__pycache__" / "ior.cpython-311.pyc", "bytecode\n")
+    write(k / "reframe" / "stray.pyc", "bytecode\n")
+    write(k / "spack" / "spack.yaml", "spack: {}\n")
+    write(k / "spack" / ".spack-env" / "view", "cache\n")
+    write(k / "requirements.txt", "reframe-hpc\n")
+    write(k / "scripts" / "Z", "upper\n")
+    write(k / "scripts" / "a", "lower\n")
+    (k / "scripts" / "link").symlink_to("../labs/local.yaml")
+    (k / "scripts" / "dirlink").symlink_to("../labs")
+    (k / "scripts" / "broken").symlink_to("nowhere")
+    write(k / "build" / "images" / "x", "state\n")
+    write(k / ".venv" / "pyvenv.cfg", "venv\n")
+    write(k / "README.md", "# readme\n")
+    return k
+
+
+EXPECTED_FILES = ["families/cephfs/family.json", "families/cephfs/role", "labs/local.yaml", "reframe/ior.py",
+                  "requirements.txt", "scripts/Z", "scripts/a", "scripts/link", "spack/spack.yaml",
+                  "targets/aws/target.json"]
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_the_files_are_the_kits_less_caches_kit_machine_parts_and_links_to_no_file(small_kit: Path) -> None:
+    # Byte-wise order (Z before a), links to files kept, links to directories or nothing not.
+    assert kit.image_files(small_kit) == EXPECTED_FILES
+
+
+def test_the_manifest_has_the_role_where_nodes_run_it_and_the_executable_bit(small_kit: Path) -> None:
+    lines = kit.image_manifest(small_kit).splitlines()
+    role = sha(b"echo role\n")
+    assert f"{role}  755  families/cephfs/role" in lines
+    assert f"{role}  755  scripts/roles/ceph" in lines
+    local = sha(b"name: local\n")
+    assert f"{local}  644  scripts/link" in lines
+    assert [line.split("  ")[2] for line in lines] == sorted(
+        [*EXPECTED_FILES, "scripts/roles/ceph"], key=os.fsencode)
+
+
+def test_the_digest_is_sha256_of_the_manifest_as_sha256sum_reads_it(small_kit: Path) -> None:
+    manifest = kit.image_manifest(small_kit)
+    assert manifest.endswith("\n")
+    assert kit.image_digest(small_kit) == sha(manifest.encode())
+    shell = subprocess.run(["sha256sum"], input=manifest.encode(), capture_output=True, check=True)
+    assert kit.image_digest(small_kit) == shell.stdout.decode().split()[0]
+
+
+def test_the_digest_is_stable_and_changes_with_a_kit_file_only(small_kit: Path) -> None:
+    d0 = kit.image_digest(small_kit)
+    assert kit.image_digest(small_kit) == d0
+    for outside in ("build/images/x", ".venv/pyvenv.cfg", "README.md", "reframe/__pycache__/ior.cpython-311.pyc",
+                    "targets/aws/image.pkr.hcl", "targets/aws/root/main.tf", "spack/.spack-env/view"):
+        with (small_kit / outside).open("a") as stream:
+            stream.write("more\n")
+    os.utime(small_kit / "labs" / "local.yaml", (0, 0))
+    assert kit.image_digest(small_kit) == d0
+    write(small_kit / "labs" / "local.yaml", "name: other\n")
+    assert kit.image_digest(small_kit) != d0
+    write(small_kit / "labs" / "local.yaml", "name: local\n")
+    assert kit.image_digest(small_kit) == d0
+    (small_kit / "families" / "cephfs" / "role").chmod(0o644)
+    assert kit.image_digest(small_kit) != d0
+    (small_kit / "families" / "cephfs" / "role").chmod(0o755)
+    write(small_kit / "scripts" / "new", "new\n")
+    assert kit.image_digest(small_kit) != d0
+    (small_kit / "scripts" / "new").unlink()
+    assert kit.image_digest(small_kit) == d0
+
+
+def test_in_a_git_checkout_what_gitignore_excludes_is_not_carried(small_kit: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    write(small_kit / ".gitignore", "__pycache__/\n/build/\n/.venv/\n*.log\n")
+    subprocess.run(["git", "-C", str(small_kit), "init", "-q"], check=True)
+    write(small_kit / "scripts" / "run.log", "log\n")
+    files = kit.image_files(small_kit)
+    assert "scripts/run.log" not in files
+    assert "labs/local.yaml" in files
+
+
+def test_a_kit_without_its_files_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ImageError, match=r"^no kit files under .* \(looked for scripts families"):
+        kit.image_files(tmp_path)
+
+
+def test_the_kit_archive_holds_exactly_the_digests_files_owned_by_root(small_kit: Path, tmp_path: Path) -> None:
+    out = tmp_path / "kit.tar.gz"
+    kit.kit_archive(small_kit, out)
+    assert not (tmp_path / "kit.tar.gz.partial").exists()
+    with tarfile.open(out) as archive:
+        members = {m.name: m for m in archive.getmembers()}
+        assert sorted(members) == sorted([*EXPECTED_FILES, "scripts/roles/ceph", ".pfslab-manifest"])
+        assert all(m.uid == 0 and m.gid == 0 for m in members.values())
+        assert members["scripts/roles/ceph"].mode == 0o755
+        assert members["labs/local.yaml"].mode == 0o644
+        assert members["scripts/link"].issym() and members["scripts/link"].linkname == "../labs/local.yaml"
+        role = archive.extractfile("scripts/roles/ceph")
+        manifest = archive.extractfile(".pfslab-manifest")
+        assert role is not None and manifest is not None
+        assert role.read() == b"echo role\n"
+        assert manifest.read().decode() == kit.image_manifest(small_kit)
+    # gzip -n: no name and no time in the gzip header, so equal tars give equal archives.
+    assert out.read_bytes()[4:8] == b"\0\0\0\0"
+
+
+def shipped_kit(tmp_path: Path) -> Path:
+    """packer/ and targets/*/image.pkr.hcl of this checkout, copied."""
+    k = tmp_path / "kit"
+    shutil.copytree(KIT / "packer", k / "packer")
+    for image in (KIT / "targets").glob("*/image.pkr.hcl"):
+        write(k / "targets" / image.parent.name / "image.pkr.hcl", image.read_text())
+    return k
+
+
+def test_the_template_directory_links_packer_and_the_targets_and_fills_the_sources(tmp_path: Path) -> None:
+    k = shipped_kit(tmp_path)
+    out = tmp_path / "out"
+    templates.packer_templates(k, out)
+    names = sorted(p.name for p in out.iterdir())
+    assert "plugins.pkr.hcl" not in names
+    assert "target-baremetal.pkr.hcl" in names and "target-aws.pkr.hcl" in names
+    assert os.readlink(out / "target-baremetal.pkr.hcl") == str(k / "targets" / "baremetal" / "image.pkr.hcl")
+    assert os.readlink(out / "variables.pkr.hcl") == str(k / "packer" / "variables.pkr.hcl")
+    builds = (out / "builds.pkr.hcl").read_text().split("\n")
+    assert '  sources = ["source.amazon-ebs.debian", "source.azure-arm.hpc", "source.qemu.debian"]' in builds
+    # Everything else of builds.pkr.hcl is as in packer/.
+    assert len(builds) == len((k / "packer" / "builds.pkr.hcl").read_text().split("\n"))
+    assert '    "qemu" = "baremetal"\n' in (out / "targets.pkr.hcl").read_text()
+    assert '    "qemu" = local.target_baremetal\n' in (out / "targets.pkr.hcl").read_text()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("locals {\n  target_local = {}\n}\n",
+     'targets/local/image.pkr.hcl must hold exactly one source block (source "TYPE" "NAME" {)'),
+    ('source "null" "a" {\n}\nsource "null" "b" {\n}\n',
+     'targets/local/image.pkr.hcl must hold exactly one source block (source "TYPE" "NAME" {)'),
+    ('source "null" "a" {\n}\n',
+     "targets/local/image.pkr.hcl has no 'locals { target_local = { fabric = ..., toolchain_auto = ... } }' "
+     "(what the shared build steps take from it)"),
+    ('source "qemu" "other" {\n}\nlocals {\n  target_local = {}\n}\n',
+     "targets/local/image.pkr.hcl: builder qemu is already another target's (local.target is keyed by builder type)"),
+])
+def test_a_bad_image_pkr_hcl_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    k = shipped_kit(tmp_path)
+    write(k / "targets" / "local" / "image.pkr.hcl", text)
+    with pytest.raises(ImageError) as refused:
+        templates.packer_templates(k, tmp_path / "out")
+    assert str(refused.value) == message
+
+
+def test_the_command_refuses_in_the_callers_words(small_kit: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PFSLAB_ROOT", str(small_kit))
+    monkeypatch.setenv("PFSLAB_LOG_TAG", "image-digest")
+    assert command.main(["digest", "--x"]) == 2
+    assert capsys.readouterr().err == \
+        "[image-digest] error: unknown option '--x' (usage: image-digest [--files|--manifest])\n"
+    assert command.main(["digest"]) == 0
+    assert capsys.readouterr().out == kit.image_digest(small_kit) + "\n"
+    assert command.main(["digest", "--files"]) == 0
+    assert capsys.readouterr().out == "".join(f + "\n" for f in EXPECTED_FILES)
+
+
+def test_the_archive_matches_what_tar_lists(small_kit: Path, tmp_path: Path) -> None:
+    # The archive is GNU tar's: its listing shows root ownership (0/0).
+    out = tmp_path / "kit.tar.gz"
+    kit.kit_archive(small_kit, out)
+    listed = subprocess.run(["tar", "-tvzf", str(out), "--numeric-owner"], capture_output=True, text=True, check=True)
+    assert all(" 0/0 " in line for line in listed.stdout.splitlines())
+    assert io.StringIO(listed.stdout).read().count("\n") == len(EXPECTED_FILES) + 2
