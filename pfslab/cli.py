@@ -605,10 +605,11 @@ def _cmd_image(args: argparse.Namespace) -> int:
 
 
 def _add_image(sub: Subparsers) -> None:
-    p = sub.add_parser("image", help="the kit's files, digest and archive that images carry, and the template "
-                       "directory Packer gets (scripts/images, scripts/image-digest)")
-    p.add_argument("args", nargs=argparse.REMAINDER,
-                   metavar="digest [--files|--manifest] | kit-archive OUT.tar.gz | templates DIR")
+    p = sub.add_parser("image", help="the kit's files, digest and archive that images carry, the template directory "
+                       "Packer gets, QEMU's accelerator, a qemu image's boot test (scripts/images, "
+                       "scripts/image-digest, scripts/image-boot-test)")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="digest [--files|--manifest] | kit-archive OUT.tar.gz "
+                   "| templates DIR | accel KERNEL | boot-test IMAGE [USER_DATA]")
     p.set_defaults(handler=_cmd_image)
 
 

@@ -11,12 +11,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pfslab.images import ImageError, kit, kit_root, templates
+from pfslab.images import ImageError, boot_test, kit, kit_root, qemu, templates
 
 _DIGEST_USAGE = "usage: image-digest [--files|--manifest]"
 
 USAGE = ("pfslab image digest [--files|--manifest] | pfslab image kit-archive OUT.tar.gz | "
-         "pfslab image templates DIR")
+         "pfslab image templates DIR | pfslab image accel KERNEL | pfslab image boot-test IMAGE [USER_DATA]")
 
 
 def _digest(args: Sequence[str]) -> None:
@@ -42,11 +42,15 @@ def run(args: Sequence[str]) -> None:
         kit.kit_archive(kit_root(), Path(args[1]))
     elif len(args) == 2 and args[0] == "templates":
         templates.packer_templates(kit_root(), Path(args[1]))
+    elif len(args) == 2 and args[0] == "accel":
+        print(qemu.accelerator(Path(args[1])))
     else:
         raise ImageError(f"'{' '.join(args)}' is not an image command: {USAGE}")
 
 
 def main(args: Sequence[str]) -> int:
+    if args and args[0] == "boot-test":
+        return boot_test.main(args[1:])
     try:
         run(args)
     except ImageError as err:

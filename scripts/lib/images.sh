@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# Helpers of the image tooling (scripts/images, scripts/image-digest,
-# scripts/image-boot-test): the kit's file list and digest, the kit archive Packer
-# copies into images, the Debian base of the qemu images, and QEMU's accelerator.
+# Helpers of the image tooling (scripts/images, scripts/lib/login.sh,
+# scripts/lib/hosts-images.sh): the kit's file list and digest, the kit archive Packer
+# copies into images and QEMU's accelerator (calls of pfslab/images), and the Debian base
+# of the qemu images.
 # Sourced after common.sh; defines functions and constants only.
 
 IMAGES_DIR=${PFSLAB_IMAGES_DIR:-$PFSLAB_ROOT/build/images}
@@ -122,52 +123,11 @@ assemble_disk() {
 
 # ---- QEMU ------------------------------------------------------------------------------
 
-# kvm when /dev/kvm can really run a guest, else tcg. A usable-looking /dev/kvm can
-# still fail on the first instructions (nested virtualisation without the features
-# QEMU wants), so the probe boots the kernel until it panics for want of a root
-# file system. PFSLAB_QEMU_ACCEL=kvm|tcg skips the probe. Usage: qemu_accel KERNEL
-qemu_accel() {
-  local kernel=$1 log pid waited=0 verdict=tcg
-  case ${PFSLAB_QEMU_ACCEL:-} in
-    kvm | tcg) echo "$PFSLAB_QEMU_ACCEL"; return 0 ;;
-    '') ;;
-    *) die "PFSLAB_QEMU_ACCEL='$PFSLAB_QEMU_ACCEL' is not kvm or tcg" ;;
-  esac
-  if [[ ! -r /dev/kvm || ! -w /dev/kvm ]]; then
-    echo tcg
-    return 0
-  fi
-  log=$(mktemp)
-  # All in a group with stderr closed to the terminal: bash reports a QEMU that dies
-  # of a signal (KVM asserts abort it) as "Aborted" on stderr.
-  {
-    qemu-system-x86_64 -accel kvm -cpu host -m 256 -nodefaults -display none -no-reboot \
-      -serial "file:$log" -kernel "$kernel" -append 'console=ttyS0 panic=-1 root=/dev/nonexistent' \
-      >"$log.err" 2>&1 &
-    pid=$!
-    # A working KVM reaches the root-mount panic in a few seconds.
-    while kill -0 "$pid" && ((waited < 60)); do
-      if grep -qa 'Kernel panic' "$log"; then
-        verdict=kvm
-        break
-      fi
-      grep -qa 'KVM internal error\|emulation failure' "$log" "$log.err" && break
-      sleep 0.5
-      waited=$((waited + 1))
-    done
-    grep -qa 'Kernel panic' "$log" && verdict=kvm
-    kill "$pid" || true
-    wait "$pid" || true
-  } 2>/dev/null
-  rm -f "$log" "$log.err"
-  echo "$verdict"
-}
+# kvm when /dev/kvm can really run a guest, else tcg (pfslab/images/qemu.py: the probe
+# boots the kernel until it panics). PFSLAB_QEMU_ACCEL=kvm|tcg skips the probe.
+# Usage: qemu_accel KERNEL
+qemu_accel() { pfslab_image accel "$1"; }
 
 # The CPU model for an accelerator: the host's under KVM, everything TCG emulates
 # (SSE4.2, AVX2...) otherwise.
-qemu_cpu() {
-  case $1 in
-    kvm) echo host ;;
-    *) echo max ;;
-  esac
-}
+qemu_cpu() { if [[ $1 == kvm ]]; then echo host; else echo max; fi; }

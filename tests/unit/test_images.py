@@ -208,3 +208,96 @@ def test_the_archive_matches_what_tar_lists(small_kit: Path, tmp_path: Path) -> 
     listed = subprocess.run(["tar", "-tvzf", str(out), "--numeric-owner"], capture_output=True, text=True, check=True)
     assert all(" 0/0 " in line for line in listed.stdout.splitlines())
     assert io.StringIO(listed.stdout).read().count("\n") == len(EXPECTED_FILES) + 2
+
+
+# ---- QEMU and the boot test -----------------------------------------------------------------
+
+def test_the_kernel_command_line_is_the_one_the_base_image_is_built_for() -> None:
+    from pfslab.images import qemu
+
+    shell = (KIT / "scripts" / "lib" / "images.sh").read_text()
+    assert f"ROOT_LABEL={qemu.ROOT_LABEL}\n" in shell
+    assert 'KERNEL_APPEND="root=LABEL=$ROOT_LABEL ro console=ttyS0 net.ifnames=0"\n' in shell
+    assert qemu.KERNEL_APPEND == f"root=LABEL={qemu.ROOT_LABEL} ro console=ttyS0 net.ifnames=0"
+
+
+def test_a_forced_accelerator_skips_the_probe_and_a_bad_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pfslab.images import qemu
+
+    monkeypatch.setenv("PFSLAB_QEMU_ACCEL", "tcg")
+    assert qemu.accelerator(Path("/nonexistent")) == "tcg"
+    monkeypatch.setenv("PFSLAB_QEMU_ACCEL", "hvf")
+    with pytest.raises(ImageError, match=r"^PFSLAB_QEMU_ACCEL='hvf' is not kvm or tcg$"):
+        qemu.accelerator(Path("/nonexistent"))
+    assert (qemu.cpu_model("kvm"), qemu.cpu_model("tcg")) == ("host", "max")
+
+
+def test_the_boot_tests_user_data_carries_the_nonce_and_a_node_config_of_the_baremetal_target() -> None:
+    import json
+
+    from pfslab.images import boot_test
+
+    text = boot_test.test_user_data("0123abcd0123abcd")
+    assert text.startswith("#cloud-config\n# pfslab image boot test, run 0123abcd0123abcd\n")
+    assert "@NONCE@" not in text and "@NODE@" not in text
+    node = json.loads(text.split("content: '", 1)[1].split("'\n", 1)[0])
+    assert node["target"] == "baremetal" and node["os_tuning"]["sysctl"] == {"vm.swappiness": 10,
+                                                                              "vm.dirty_background_ratio": 5}
+    assert '[sh, -c, "echo 0123abcd0123abcd > /var/lib/pfslab-boot-test.marker"]' in text
+
+
+def test_the_result_lines_fields_are_read_as_the_shell_did() -> None:
+    from pfslab.images import boot_test
+
+    line = ("PFSLAB-BOOT-RESULT n boot_finished=yes status=done errors=0 marker=yes "
+            "health=tuning@x:_ok_(2_sysctls) digest=abc installed=ceph:18 runcmd_lines=3")
+    assert boot_test.field("status", line) == "done"
+    assert boot_test.field("health", line) == "tuning@x:_ok_(2_sysctls)"
+    assert boot_test.field("installed", line) == "ceph:18"
+    assert boot_test.field("missing", line) == ""
+
+
+def test_an_image_is_resolved_from_its_directory_or_disk_and_bad_ones_refused(tmp_path: Path) -> None:
+    from pfslab.images import boot_test, qemu
+
+    with pytest.raises(ImageError, match="^no image at .*; build one with 'make images TARGET=qemu ROLE=server'$"):
+        boot_test.resolve_image(str(tmp_path / "nothing"))
+    image = tmp_path / "pfslab-server-ceph-000000000000"
+    image.mkdir()
+    with pytest.raises(ImageError, match="has no image.json"):
+        boot_test.resolve_image(str(image))
+    write(image / "image.json", '{"disk": "d.qcow2"}')
+    with pytest.raises(ImageError, match=r"^the image's disk .*/d.qcow2 is missing$"):
+        boot_test.resolve_image(str(image))
+    write(image / "d.qcow2", "disk")
+    with pytest.raises(ImageError, match="^no vmlinuz/initrd beside"):
+        boot_test.resolve_image(str(image))
+    write(image / "vmlinuz", "k")
+    write(image / "initrd", "i")
+    resolved = boot_test.resolve_image(str(image))
+    assert (resolved.disk, resolved.append) == (image / "d.qcow2", qemu.KERNEL_APPEND)
+    write(image / "image.json", '{"disk": "d.qcow2", "kernel_append": "root=LABEL=x"}')
+    assert boot_test.resolve_image(str(image / "d.qcow2")).append == "root=LABEL=x"
+    with pytest.raises(ImageError, match="is not an image directory or a .qcow2$"):
+        boot_test.resolve_image(str(image / "vmlinuz"))
+
+
+def test_a_user_data_that_is_neither_cloud_config_nor_a_script_is_refused(tmp_path: Path) -> None:
+    from pfslab.images import boot_test
+
+    write(tmp_path / "ud", "hello\n")
+    with pytest.raises(ImageError, match="is neither #cloud-config nor a #! script; cloud-init would ignore it$"):
+        boot_test.check_user_data(str(tmp_path / "ud"))
+    with pytest.raises(ImageError, match=r"^no user-data at .*/none \(scripts/render-user-data writes"):
+        boot_test.check_user_data(str(tmp_path / "none"))
+    write(tmp_path / "ud", "#!/bin/sh\ntrue\n")
+    boot_test.check_user_data(str(tmp_path / "ud"))
+
+
+def test_the_boot_test_refuses_bad_input_in_one_line_exit_2(capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from pfslab.images import boot_test
+
+    monkeypatch.setenv("PFSLAB_LOG_TAG", "image-boot-test")
+    assert boot_test.main([]) == 2
+    assert capsys.readouterr().err == "[image-boot-test] error: usage: image-boot-test IMAGE [USER_DATA]\n"
