@@ -606,10 +606,10 @@ def _cmd_image(args: argparse.Namespace) -> int:
 
 def _add_image(sub: Subparsers) -> None:
     p = sub.add_parser("image", help="the kit's files, digest and archive that images carry, the template directory "
-                       "Packer gets, QEMU's accelerator, a qemu image's boot test (scripts/images, "
+                       "Packer gets, QEMU's accelerator, a qemu image's boot test, the images' build (scripts/images, "
                        "scripts/image-digest, scripts/image-boot-test)")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="digest [--files|--manifest] | kit-archive OUT.tar.gz "
-                   "| templates DIR | accel KERNEL | boot-test IMAGE [USER_DATA]")
+                   "| templates DIR | accel KERNEL | boot-test IMAGE [USER_DATA] | build TARGET [ROLE]")
     p.set_defaults(handler=_cmd_image)
 
 

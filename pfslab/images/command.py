@@ -11,12 +11,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pfslab.images import ImageError, boot_test, kit, kit_root, qemu, templates
+from pfslab.images import ImageError, boot_test, build, kit, kit_root, qemu, templates
 
 _DIGEST_USAGE = "usage: image-digest [--files|--manifest]"
 
 USAGE = ("pfslab image digest [--files|--manifest] | pfslab image kit-archive OUT.tar.gz | "
-         "pfslab image templates DIR | pfslab image accel KERNEL | pfslab image boot-test IMAGE [USER_DATA]")
+         "pfslab image templates DIR | pfslab image accel KERNEL | pfslab image boot-test IMAGE [USER_DATA] | "
+         "pfslab image build TARGET [ROLE]")
 
 
 def _digest(args: Sequence[str]) -> None:
@@ -51,6 +52,8 @@ def run(args: Sequence[str]) -> None:
 def main(args: Sequence[str]) -> int:
     if args and args[0] == "boot-test":
         return boot_test.main(args[1:])
+    if args and args[0] == "build":
+        return build.main(args[1:])
     try:
         run(args)
     except ImageError as err:

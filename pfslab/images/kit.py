@@ -115,7 +115,8 @@ def image_entries(root: Path) -> list[tuple[str, str]]:
     return entries
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """sha256 of a file, read in blocks (a base image is gigabytes)."""
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
@@ -129,7 +130,7 @@ def image_manifest(root: Path) -> str:
     lines = []
     for src, path in image_entries(root):
         mode = 755 if os.access(root / src, os.X_OK) else 644
-        lines.append(f"{_sha256(root / src)}  {mode}  {path}\n")
+        lines.append(f"{sha256_of(root / src)}  {mode}  {path}\n")
     return "".join(lines)
 
 

@@ -301,3 +301,51 @@ def test_the_boot_test_refuses_bad_input_in_one_line_exit_2(capsys: pytest.Captu
     monkeypatch.setenv("PFSLAB_LOG_TAG", "image-boot-test")
     assert boot_test.main([]) == 2
     assert capsys.readouterr().err == "[image-boot-test] error: usage: image-boot-test IMAGE [USER_DATA]\n"
+
+
+# ---- scripts/images: its arguments, the build's seed, the image's facts ---------------------
+
+def test_the_targets_are_qemu_and_those_whose_adapter_names_a_packer_source() -> None:
+    from pfslab.images import build
+
+    assert build.image_targets(KIT)[0] == "qemu"
+    named = [t for t in build.image_targets(KIT)[1:]
+             if "\ntarget_packer_source()" in "\n" + (KIT / "targets" / t / "adapter.sh").read_text()]
+    assert named == build.image_targets(KIT)[1:] and named
+
+
+@pytest.mark.parametrize("target, role, family, toolchain, message", [
+    ("", "all", "ceph", "auto", "no TARGET given; usage: scripts/images qemu|"),
+    ("gcp", "all", "ceph", "auto", "unknown TARGET 'gcp': one of qemu, "),
+    ("qemu", "storage", "ceph", "auto", "unknown ROLE 'storage': one of server, client, all (usage: scripts/images "),
+    ("qemu", "all", "lustre", "auto", "unknown FAMILY 'lustre': one of "),
+    ("qemu", "all", "ceph", "sometimes", "TOOLCHAIN='sometimes' is not auto, on or off"),
+])
+def test_bad_arguments_are_refused_in_one_line(target: str, role: str, family: str, toolchain: str,
+                                               message: str) -> None:
+    from pfslab.images import build
+
+    with pytest.raises(ImageError) as refused:
+        build.check_args(KIT, target, role, family, toolchain)
+    assert str(refused.value).startswith(message)
+    build.check_args(KIT, "qemu", "all", "ceph", "auto")
+
+
+def test_the_build_seed_gives_packer_a_sudo_login_with_the_builds_key() -> None:
+    from pfslab.images import build
+
+    text = build.build_user_data("pfslab-server-ceph-abc", "ssh-ed25519 AAAA pfslab-build@x\n")
+    assert text.startswith("#cloud-config\n# pfslab image build (pfslab-server-ceph-abc): a login for Packer")
+    assert "    ssh_authorized_keys:\n      - ssh-ed25519 AAAA pfslab-build@x\ngrowpart:\n" in text
+    assert text.endswith("resize_rootfs: true\n")
+
+
+def test_a_kernel_is_told_by_its_bzimage_header(tmp_path: Path) -> None:
+    from pfslab.images import build
+
+    kernel = tmp_path / "vmlinuz"
+    kernel.write_bytes(b"\0" * 0x202 + b"HdrS" + b"\0" * 16)
+    assert build.is_kernel(kernel)
+    kernel.write_bytes(b"\0" * 0x202 + b"Nope")
+    assert not build.is_kernel(kernel)
+    assert not build.is_kernel(tmp_path / "none")
