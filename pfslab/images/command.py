@@ -46,7 +46,8 @@ def run(args: Sequence[str]) -> None:
     elif len(args) == 2 and args[0] == "accel":
         print(qemu.accelerator(Path(args[1])))
     else:
-        raise ImageError(f"'{' '.join(args)}' is not an image command: {USAGE}")
+        said = f"'{' '.join(args)}' is not an image command" if args else "no image command given"
+        raise ImageError(f"{said}: {USAGE}")
 
 
 def main(args: Sequence[str]) -> int:
