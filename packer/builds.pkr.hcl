@@ -10,7 +10,7 @@ build {
 
   # Every source of targets/*/image.pkr.hcl (each sets its own image name and tags):
   # scripts/images writes the list when it assembles the templates
-  # (packer_templates in scripts/lib/images.sh); a target with an image adds no line here.
+  # (pfslab/images/templates.py); a target with an image adds no line here.
   sources = []
 
   provisioner "shell" {

@@ -752,13 +752,30 @@ def _add_hosts(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_hosts)
 
 
+# ---- image: the kit's digest and archive, Packer's template directory ------------------
+
+def _cmd_image(args: argparse.Namespace) -> int:
+    from pfslab.images import command
+
+    return command.main(args.args)
+
+
+def _add_image(sub: Subparsers) -> None:
+    p = sub.add_parser("image", help="the kit's files, digest and archive that images carry, the template directory "
+                       "Packer gets, QEMU's accelerator, a qemu image's boot test, the images' build (scripts/images, "
+                       "scripts/image-digest, scripts/image-boot-test)")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="digest [--files|--manifest] | kit-archive OUT.tar.gz "
+                   "| templates DIR | accel KERNEL | boot-test IMAGE [USER_DATA] | build TARGET [ROLE]")
+    p.set_defaults(handler=_cmd_image)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
     _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle, _add_labctl, _add_login,
-    _add_baseline_runs, _add_drop_caches, _add_hosts,
+    _add_baseline_runs, _add_drop_caches, _add_hosts, _add_image,
 )
 
 

@@ -86,7 +86,7 @@ def git_state() -> dict[str, Any]:
 
 
 def kit_digest() -> str | None:
-    """An installed kit's digest (its manifest's sha256, scripts/lib/images.sh), if it has one."""
+    """An installed kit's digest (its manifest's sha256, pfslab/images/kit.py), if it has one."""
     manifest = KIT_ROOT / ".pfslab-manifest"
     return sha256(manifest) if manifest.is_file() else None
 
