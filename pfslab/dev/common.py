@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pfslab import KIT_ROOT
+from pfslab.errors import KitError
 
 
-class Refusal(Exception):
+class Refusal(KitError):
     """Bad input or a precondition not met: one line, exit status 2 (``die``)."""
 
 
@@ -34,14 +35,15 @@ class Tool:
         print(f"[{self.tag}] {message}", file=sys.stderr, flush=True)
 
     def main(self, body: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
-        """Run ``body`` with the arguments; a :class:`Refusal` is one ``[tag] error:`` line, exit 2.
+        """Run ``body`` with the arguments; a :class:`Refusal` (any KitError) is one ``[tag] error:``
+        line, exit 2.
 
         PFSLAB_ROOT is exported, as scripts/lib/common.sh did for the shell versions: the
         kit's commands these run read the same checkout."""
         os.environ["PFSLAB_ROOT"] = str(KIT_ROOT)
         try:
             return body(list(sys.argv[1:] if argv is None else argv))
-        except Refusal as err:
+        except KitError as err:  # a Refusal, or the kit's own error of a lab or file it read
             print(f"[{self.tag}] error: {err}", file=sys.stderr, flush=True)
             return 2
 
