@@ -769,13 +769,39 @@ def _add_image(sub: Subparsers) -> None:
     p.set_defaults(handler=_cmd_image)
 
 
+# ---- dev: the developer and CI commands behind scripts/ --------------------------------
+
+#: ``pfslab dev <tool>``: the module of pfslab/dev/ running it (scripts/<tool> calls it).
+DEV_TOOLS = {
+    "check-terraform": "check_terraform", "checkov": "checkov", "cloud-emulator": "cloud_emulator",
+    "deps": "deps", "dry-run": "dry_run", "lint": "lint", "lock-python": "lock_python",
+    "render-user-data": "render_user_data", "test-lab": "test_lab",
+}
+
+
+def _cmd_dev(args: argparse.Namespace) -> int:
+    import importlib
+
+    module = importlib.import_module(f"pfslab.dev.{DEV_TOOLS[args.tool]}")
+    code: int = module.TOOL.main(module.body, args.args)
+    return code
+
+
+def _add_dev(sub: Subparsers) -> None:
+    p = sub.add_parser("dev", help="the kit's developer and CI commands (scripts/<tool> runs them: make deps, lint, "
+                       "test-terraform, checkov, lock, test-lab, dry-run, user-data, the cloud tests' emulator)")
+    p.add_argument("tool", choices=sorted(DEV_TOOLS))
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the tool's arguments (see scripts/<tool>)")
+    p.set_defaults(handler=_cmd_dev)
+
+
 # ---- entry point ---------------------------------------------------------------------
 
 REGISTRARS: tuple[Callable[[Subparsers], None], ...] = (
     _add_parse, _add_lab, _add_record, _add_verdict, _add_report, _add_compare, _add_baseline, _add_overhead,
     _add_calibrate, _add_registry, _add_run_dir, _add_fabric_probe,
     _add_smoke, _add_accounting, _add_junit_error, _add_bench, _add_lifecycle, _add_labctl, _add_login,
-    _add_baseline_runs, _add_drop_caches, _add_hosts, _add_image,
+    _add_baseline_runs, _add_drop_caches, _add_hosts, _add_image, _add_dev,
 )
 
 

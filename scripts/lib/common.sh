@@ -97,26 +97,6 @@ require_fuse() {
   [[ -c /dev/fuse ]] || die "/dev/fuse is missing; the lab's ceph-fuse clients need FUSE (load the fuse module or give the container /dev/fuse)"
 }
 
-# A tool that lives in a virtual environment of its own (its dependencies conflict with
-# the kit's), made from a hash-locked requirements file and made again when the lock
-# changes: pip --require-hashes installs nothing the lock does not name and no file
-# whose hash it does not list.
-# Usage: ensure_locked_venv VENV LOCK WHAT   (WHAT: the package line to name, e.g. checkov)
-ensure_locked_venv() {
-  local venv=$1 lock=$2 what=$3 stamp want
-  stamp=$venv/.pfslab-lock.sha256
-  want=$(sha256sum "$lock" | cut -d' ' -f1)
-  [[ -x $venv/bin/python && -s $stamp && $(<"$stamp") == "$want" ]] && return 0
-  require_cmd python3
-  log "installing $(grep -o "^$what==[^ ]*" "$lock") into ${venv#"$PFSLAB_ROOT"/} from ${lock#"$PFSLAB_ROOT"/} (hash-checked)"
-  rm -rf "$venv"
-  python3 -m venv "$venv" || die "python3 -m venv failed; install python3-venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check --require-hashes -r "$lock" >"$venv.install.log" 2>&1 ||
-    die "pip install --require-hashes -r ${lock#"$PFSLAB_ROOT"/} failed; see $venv.install.log"
-  rm -f "$venv.install.log"
-  printf '%s\n' "$want" >"$stamp"
-}
-
 # Terraform's CLI settings (TF_CLI_CONFIG_FILE): terraform/terraformrc, and when
 # PFSLAB_TF_PROVIDERS names a folder of providers (an air-gapped site's filesystem
 # mirror, <dir>/registry.terraform.io/<namespace>/<type>/<version>/<os_arch>/), a copy

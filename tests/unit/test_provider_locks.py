@@ -1,7 +1,7 @@
 """Terraform providers are pinned and checked: committed lock files, init held to them.
 
 ``targets/aws/root/.terraform.lock.hcl`` pins hashicorp/aws (version and checksums);
-``scripts/check-terraform`` runs ``terraform init -lockfile=readonly``, so a provider that
+``scripts/check-terraform`` (pfslab/dev/check_terraform.py) runs ``terraform init -lockfile=readonly``, so a provider that
 does not match the lock is an error, and the lock file is never ignored by git.
 """
 
@@ -42,13 +42,15 @@ def test_lock_files_are_not_ignored_and_terraform_dirs_are() -> None:
 
 
 def test_check_terraform_holds_roots_to_their_lock_file() -> None:
-    script = (KIT / "scripts" / "check-terraform").read_text(encoding="utf-8")
+    # scripts/check-terraform runs pfslab/dev/check_terraform.py.
+    script = (KIT / "pfslab" / "dev" / "check_terraform.py").read_text(encoding="utf-8")
     common = (KIT / "scripts" / "lib" / "common.sh").read_text(encoding="utf-8")
-    assert "-lockfile=readonly" in script
-    assert "PFSLAB_TF_PROVIDERS" in script and "use_tf_cli_config" in script
-    # A package that does not match the lock is an error, never a skip (the reason a
-    # provider is unavailable is worked out once, for check-terraform and lab-up).
-    assert "tf_providers_unavailable" in script
+    assert '"-lockfile=readonly"' in script
+    assert "PFSLAB_TF_PROVIDERS" in script and "use_tf_cli_config()" in script
+    # A package that does not match the lock is an error, never a skip: in check-terraform's
+    # reason (pfslab/dev) and in lab-up's (scripts/lib/common.sh).
+    body = script[script.index("def providers_unavailable("):]
+    assert 'if "doesn\'t match any of the checksums" in text:\n        return ""' in body.split("\n\n\n")[0]
     body = common[common.index("tf_providers_unavailable() {"):]
     assert "doesn't match any of the checksums\"* ]] && return 0" in body.split("\n}\n")[0]
-    assert "SKIP $rel: $why" in script
+    assert 'TOOL.log(f"SKIP {name}: {why}; fmt checked only")' in script

@@ -91,18 +91,20 @@ def test_setuptools_for_the_editable_build_is_locked() -> None:
 
 
 def test_installers_use_only_the_locks_with_require_hashes() -> None:
-    deps = (KIT / "scripts" / "deps").read_text(encoding="utf-8")
-    installs = [line for line in deps.splitlines() if "bin/pip\" install" in line]
-    assert installs, "scripts/deps installs nothing with pip?"
+    # scripts/deps runs pfslab/dev/deps.py; the tools with environments of their own
+    # (checkov, the cloud emulator) go through pfslab/dev/common.py's ensure_locked_venv.
+    deps = (KIT / "pfslab" / "dev" / "deps.py").read_text(encoding="utf-8")
+    installs = [line for line in deps.splitlines() if 'bin("pip")), "install",' in line]
+    assert installs, "pfslab/dev/deps.py installs nothing with pip?"
     for line in installs:
         assert "--require-hashes" in line or "--no-build-isolation" in line, line
-    assert 'ensure_requirements "$PFSLAB_ROOT/requirements.lock"' in deps
-    assert 'ensure_requirements "$PFSLAB_ROOT/requirements-dev.lock"' in deps
+    assert 'self.requirements(self.root / "requirements.lock")' in deps
+    assert 'venv.requirements(venv.root / "requirements-dev.lock")' in deps
     assert "requirements.txt\"" not in deps and "requirements-dev.txt\"" not in deps
-    common = (KIT / "scripts" / "lib" / "common.sh").read_text(encoding="utf-8")
-    assert re.search(r'pip" install -q --disable-pip-version-check --require-hashes -r "\$lock"', common)
+    common = (KIT / "pfslab" / "dev" / "common.py").read_text(encoding="utf-8")
+    assert re.search(r'"install", "-q", "--disable-pip-version-check", "--require-hashes",\s*"-r", str\(lock\)', common)
     # The tools with environments of their own install only their locks, through it.
-    for script, lock in (("checkov", "requirements-checkov.lock"), ("cloud-emulator", "requirements-emulator.lock")):
-        text = (KIT / "scripts" / script).read_text(encoding="utf-8")
-        assert lock in text and 'ensure_locked_venv "$VENV" "$LOCK"' in text, script
-        assert "pip install" not in text and 'pip" install' not in text, script
+    for module, lock in (("checkov", "requirements-checkov.lock"), ("cloud_emulator", "requirements-emulator.lock")):
+        text = (KIT / "pfslab" / "dev" / f"{module}.py").read_text(encoding="utf-8")
+        assert lock in text and "ensure_locked_venv(TOOL, " in text, module
+        assert "pip install" not in text and '"pip"' not in text and '"install"' not in text, module
