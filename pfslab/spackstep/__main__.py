@@ -42,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StepError as error:
         log.error(str(error))
         return 2
+    except OSError as error:  # a file the step could not read or write: one line too
+        log.error(f"{error.strerror}: {error.filename}")
+        return 2
     return 0
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,11 @@ class Spack:
         return f"{self.root}/bin/spack"
 
     def run(self, *args: str | Path) -> bool:
-        done = subprocess.run([self.command, *self.profile_args, *map(str, args)], stdout=2, check=False)
+        try:
+            done = subprocess.run([self.command, *self.profile_args, *map(str, args)], stdout=2, check=False)
+        except OSError as error:  # e.g. not a program this machine runs: said, then the step's refusal
+            print(f"{self.command}: {error.strerror}", file=sys.stderr, flush=True)
+            return False
         return done.returncode == 0
 
     def concretize(self, env: Path, *args: str) -> bool:
@@ -112,7 +117,11 @@ def setup_spack(paths: Paths, log: Log, environ: MutableMapping[str, str], bundl
 def check_spack_version(paths: Paths, spack: Spack) -> str:
     """Spack's version; a Spack older than the pinned minimum is refused."""
     minimum = release_pin(paths, "SPACK_MIN_VERSION")
-    done = subprocess.run([spack.command, "--version"], stdout=subprocess.PIPE, text=True, check=False)
+    try:
+        done = subprocess.run([spack.command, "--version"], stdout=subprocess.PIPE, text=True, check=False)
+    except OSError as error:
+        print(f"{spack.command}: {error.strerror}", file=sys.stderr, flush=True)
+        done = subprocess.CompletedProcess([spack.command], 126, "")
     if done.returncode:
         raise StepError(f"'{spack.command} --version' failed (its error is above); is SPACK_ROOT={spack.root} a Spack checkout?")
     out = done.stdout.rstrip("\n").rsplit("\n", 1)[-1]
