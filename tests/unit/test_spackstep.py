@@ -221,3 +221,48 @@ def test_the_steps_run_on_a_bare_python3_with_the_standard_library_only() -> Non
     done = subprocess.run([sys.executable, "-S", "-c", code], cwd=KIT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "[]\n"
+
+
+# ---- what make mirror asks Spack ----------------------------------------------------------------
+
+
+class RecordingSpack(Spack):
+    """Records each Spack command; `gpg export` writes the key file a real Spack would."""
+
+    def __init__(self) -> None:
+        super().__init__("/fake/spack")
+        self.calls: list[str] = []
+
+    def run(self, *args: str | Path) -> bool:
+        self.calls.append(" ".join(map(str, args)))
+        if args[:2] == ("gpg", "export"):
+            Path(args[2]).write_text(f"FPR {args[3]}\n")
+        return True
+
+
+def test_make_mirrors_plan_sources_bootstrap_then_a_signed_build_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # gpg as `gpg --with-colons --show-keys` prints the key file's "FPR <hex>" lines.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "gpg").write_text(
+        "#!/bin/sh\nfor f; do :; done\nawk '$1 == \"FPR\" {print \"pub:u:4096:1:0000:::::::scESC:\"; print \"fpr:::::::::\" $2 \":\"}' \"$f\"\n"
+    )
+    (tmp_path / "bin" / "gpg").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    key = "0123456789ABCDEF0123456789ABCDEF01234567"
+    paths, out = step.Paths(root=KIT, prefix=tmp_path, env=tmp_path / "env"), tmp_path / "bundle"
+    out.mkdir()
+    spack, log = RecordingSpack(), step.Log("mirror")
+    mirror.fill_mirror(paths, log, spack, out)
+    mirror.fill_buildcache(paths, log, spack, out, {"PFSLAB_SPACK_SIGNING_KEY": key})
+    assert spack.calls == [
+        f"-c view:false -e {paths.env} mirror create -d {out}/mirror --all",
+        f"bootstrap mirror --binary-packages {out}/bootstrap",
+        f"-c view:false -e {paths.env} install",
+        f"gpg export {out}/signing-key.pub {key}",
+        f"-c view:false -e {paths.env} buildcache push --key {key} --update-index {out}/buildcache",
+    ]
+    (out / "buildcache").mkdir()
+    assert mirror.bundle_key(out) == key
+    spack.calls.clear()
+    mirror.fill_buildcache(paths, log, spack, out, {"PFSLAB_MIRROR_BINARIES": "0"})
+    assert spack.calls == [] and not (out / "buildcache").exists() and not (out / "signing-key.pub").exists()
