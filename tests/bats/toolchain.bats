@@ -293,6 +293,15 @@ spack_calls() { grep -E "$1" "$FAKE_SPACK_LOG" || true; }
   assert_equal "$(spack_calls install | sed 's/-e [^ ]*/-e ENV/')" "-C $PFSLAB_PREFIX/spack-profile -c view:false -e ENV install"
 }
 
+@test "a file system no family has stops in one line naming the known ones, before anything is concretized" {
+  PFSLAB_TOOLCHAIN_FILESYSTEM=nosuch toolchain
+  assert_failure 2
+  known=$(jq -r .filesystem "$REPO"/families/*/family.json | paste -sd, | sed 's/,/, /g')
+  assert_line "[toolchain] error: unknown file system 'nosuch': one of $known (families/<fs>/family.json)"
+  assert_equal "$(spack_calls concretize)" ""
+  assert [ ! -e "$PFSLAB_PREFIX/spack-profile" ]
+}
+
 @test "make mirror refuses a non-empty directory that is not a bundle" {
   mkdir -p "$T/mine" && echo keep >"$T/mine/file"
   MIRROR_OUT=$T/mine run "$REPO/scripts/mirror"

@@ -27,6 +27,9 @@ import pytest
 import yaml
 
 from pfslab import labs, rfm_paths
+from pfslab.spackstep import profile as spack_profile
+from pfslab.spackstep import step
+from pfslab.spackstep import toolchain as toolchain_step
 
 KIT = Path(__file__).resolve().parents[2]
 SPACK_DIR = KIT / "spack"
@@ -222,9 +225,8 @@ def test_views_are_where_reframe_looks(env: dict[str, Any]) -> None:
     assert set(views) == {"default", "seed"}
     assert views["default"]["root"] == rfm_paths.DEFAULT_VIEW == f"{PREFIX}/view"
     assert views["seed"]["root"] == f"{PREFIX}/view-seed"
-    toolchain = (KIT / "scripts" / "toolchain").read_text()
-    assert 'VIEWS=("$PFSLAB_PREFIX/view" "$PFSLAB_PREFIX/view-seed")' in toolchain
-    assert 'PFSLAB_PREFIX=${PFSLAB_PREFIX:-/opt/pfslab}' in (KIT / "scripts" / "lib" / "spack.sh").read_text()
+    # What `make toolchain` swaps (pfslab/spackstep/toolchain.py), under its default prefix.
+    assert [str(step.DEFAULT_PREFIX / view) for view in toolchain_step.VIEWS] == [views["default"]["root"], views["seed"]["root"]]
     assert env["config"]["install_tree"]["root"] == f"{PREFIX}/store"
 
 
@@ -291,12 +293,14 @@ def test_release_pins_are_complete_and_consistent() -> None:
 def test_no_script_repeats_the_pins() -> None:
     """release.conf is the one place: the scripts read it, never restate a version."""
     pins_ = release()
-    for script in ("scripts/toolchain", "scripts/mirror", "scripts/lib/spack.sh"):
+    scripts = ["scripts/toolchain", "scripts/mirror", *(str(p.relative_to(KIT)) for p in (KIT / "pfslab" / "spackstep").glob("*.py"))]
+    for script in scripts:
         text = (KIT / script).read_text()
         for key in ("SPACK_RELEASE", "SPACK_MIN_VERSION", "SPACK_PACKAGES_COMMIT", "SPACK_RELEASE_COMMIT"):
             assert pins_[key].lstrip("v") not in text, f"{script} restates {key}"
-    lib = (KIT / "scripts" / "lib" / "spack.sh").read_text()
-    assert "release_pin SPACK_MIN_VERSION" in lib and "SPACK_RELEASE_FILE=$PFSLAB_ROOT/spack/release.conf" in lib
+    paths = step.Paths(root=KIT, prefix=Path("/nonexistent"), env=SPACK_DIR)
+    assert paths.release_file == SPACK_DIR / "release.conf"
+    assert {key: step.release_pin(paths, key) for key in pins_} == pins_
 
 
 # --- the io500 recipe ------------------------------------------------------------------
@@ -442,7 +446,7 @@ def test_the_environment_concretizes_offline(concretized: Concretized) -> None:
 
 # ---- per lab: the toolchain its clients get ----------------------------------------------
 #
-# A lab's clients get spack.yaml plus their toolchain profile (scripts/lib/spack.sh,
+# A lab's clients get spack.yaml plus their toolchain profile (pfslab/spackstep/profile.py,
 # write_profile_scope): the target of their machine and, on BeeGFS, IOR +beegfs against
 # the system's headers. Each profile is concretized once, with the kit's own function
 # writing its scope, and every lab is checked against its own: Open MPI's fabric support
@@ -493,15 +497,10 @@ def toolchain_labs() -> list[str]:
 
 
 def write_profile(scope: Path, profile: Profile) -> bool:
-    """The profile's scope, written by the kit's own shell function; False: none. The
-    BeeGFS headers' version stands for the one the node has installed."""
+    """The profile's scope, written by the kit's own code (pfslab/spackstep/profile.py);
+    False: none. The BeeGFS headers' version stands for the one the node has installed."""
     arch, fs = profile
-    script = ('source "$KIT/scripts/lib/common.sh"; source "$KIT/scripts/lib/spack.sh"; '
-              'write_profile_scope "$1" "$2" "$3" "$4"')
-    out = subprocess.run(["bash", "-c", script, "profile", str(scope), arch, fs, "7.4.5"],
-                         env={**os.environ, "KIT": str(KIT), "PFSLAB_SPACK_ENV": str(SPACK_DIR)},
-                         capture_output=True, text=True, check=True)
-    return bool(out.stdout.strip())
+    return spack_profile.write_profile_scope(KIT, SPACK_YAML, scope, arch, fs, ["7.4.5"])
 
 
 Concretized = Any  # the fixture below: profile -> (spack.lock, seconds)

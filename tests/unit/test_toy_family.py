@@ -81,10 +81,11 @@ def test_the_kit_archive_carries_the_toy_role_where_first_boot_runs_it(toy_kit: 
 
 
 def test_cluster_files_and_the_toolchain_profile_come_from_the_toy_family_json(toy_kit: Path, tmp_path: Path) -> None:
-    lib = 'source scripts/lib/common.sh; source scripts/lib/spack.sh; '
-    files = run(toy_kit, "bash", "-c", lib + "pfslab registry cluster-files toy-client ceph-osd")
+    files = run(toy_kit, "bash", "-c", "source scripts/lib/common.sh; pfslab registry cluster-files toy-client ceph-osd")
     assert files.stdout.split() == ["ceph.client.bootstrap-osd.keyring", "ceph.conf", "toy.secret"]
-    run(toy_kit, "bash", "-c", lib + f"write_profile_scope {tmp_path}/scope x86_64 toy")
+    # The system's python3, as in an image (pfslab/spackstep is standard library only).
+    wrote = run(toy_kit, "python3", "-m", "pfslab.spackstep", "profile", f"{tmp_path}/scope", "x86_64", "toy")
+    assert wrote.stdout == f"{tmp_path}/scope\n"
     assert "  ior:\n    require:\n    - +toy\n" in (tmp_path / "scope" / "packages.yaml").read_text()
 
 
