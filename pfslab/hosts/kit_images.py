@@ -1,6 +1,7 @@
-"""What the hosts' images take from the kit's image tooling (scripts/lib/images.sh): the
-kit's digest, the kit archive Packer copies into images, and the Debian base's recipe.
-Called through bash until that library is Python; only this module knows it is shell."""
+"""What the hosts' images take from the kit's image tooling: the kit's digest and the kit
+archive Packer copies into images (pfslab.images.kit), and the Debian base's recipe, which
+stays in scripts/lib/images.sh beside the bash that builds the base (its digest hashes that
+bash: moving it would rebuild every cached base); only this module knows that part is shell."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from pfslab import KIT_ROOT
 from pfslab.hosts import HostsRefusal
+from pfslab.images import kit
 
 _SOURCE = 'source "$PFSLAB_ROOT/scripts/lib/common.sh"; source "$PFSLAB_ROOT/scripts/lib/images.sh"; '
 
@@ -29,13 +31,13 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def image_digest(root: Path = KIT_ROOT) -> str:
-    """The digest of the kit files an image carries (images.sh image_digest)."""
-    return _bash("image_digest", root=root).strip()
+    """The digest of the kit files an image carries."""
+    return kit.image_digest(root)
 
 
 def kit_archive(out: Path, root: Path = KIT_ROOT) -> None:
-    """A gzip'd tar of the files the digest covers (images.sh kit_archive)."""
-    _bash('kit_archive "$1"', str(out), root=root)
+    """A gzip'd tar of the files the digest covers."""
+    kit.kit_archive(root, out)
 
 
 @dataclass(frozen=True)
