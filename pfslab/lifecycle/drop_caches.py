@@ -35,6 +35,7 @@ def drop_here() -> None:
 
 def main(given: str | None) -> int:
     from pfslab.lifecycle import login_run
+    from pfslab.lifecycle.remote_up import Remote
 
     lab = the_lab(given)
     path = build_dir() / lab / "inventory.json"
@@ -47,7 +48,7 @@ def main(given: str | None) -> int:
         return 0
     config = build_dir() / lab / "ssh" / "config"
     if not config.is_file() or not config.stat().st_size:
-        login_run.shell_lib(lab, 'remote_ssh_config "$1"')
+        Remote(lab, login_run.tag()).write_ssh_config()
     # Through the lab's own SSH config, every node at once.
     transport = SshTransport(config)
     children = [subprocess.Popen(transport.shell_argv(node.name, COMMAND), stdin=subprocess.DEVNULL)

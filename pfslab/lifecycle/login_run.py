@@ -33,6 +33,8 @@ from types import FrameType
 
 from pfslab import KIT_ROOT, names
 from pfslab.lifecycle import Refusal, build_dir, inventory_at
+from pfslab.lifecycle.adapter import Exit
+from pfslab.lifecycle.remote_up import Remote
 from pfslab.model import Inventory
 from pfslab.transport.ssh import SshTransport
 
@@ -442,7 +444,7 @@ def end_lab_processes(lab: str) -> None:
 # ---- make bench of a remote lab ----------------------------------------------------------------
 
 def shell_lib(lab: str, calls: str) -> str:
-    """Steps of the lab's setup still in scripts/lib (remote.sh, login.sh), run in bash;
+    """Steps of the lab's setup still in scripts/lib (login.sh's login_ship_tools), run in bash;
     their stdout. One that fails has said why in its own line: :class:`Failed`."""
     program = (f'source "$PFSLAB_ROOT/scripts/lib/common.sh" && source "$PFSLAB_ROOT/scripts/lib/remote.sh" && '
                f'PFSLAB_LOG_TAG={tag()} && {calls}')
@@ -457,7 +459,13 @@ def bench(login: Login, name: str, console: Path, args: Sequence[str]) -> int:
     """Run scripts/bench on the login node with the run's name chosen here, detached;
     then follow it. The kit there is made this checkout's, the lab's state and
     PFSLAB_TOOL_PATH's folders are shipped first."""
-    tools = shell_lib(login.lab, 'remote_kit_sync "$1" && login_ship_state "$1" && login_ship_tools "$1"')
+    remote = Remote(login.lab, tag())
+    try:
+        remote.kit_sync()
+        remote.ship_state()
+    except Exit as ended:
+        raise Failed(ended.status) from ended
+    tools = shell_lib(login.lab, 'login_ship_tools "$1"')
     commit = subprocess.run(["git", "-C", str(KIT_ROOT), "rev-parse", "HEAD"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, check=False).stdout.strip()
     # The run's provenance names this machine and its commit (the login node's kit is a copy of it).
@@ -493,7 +501,7 @@ def run(lab: str, args: Sequence[str], runs: Path) -> int:
     from pfslab import state
 
     if not (build_dir() / lab / "ssh" / "config").is_file() or not (build_dir() / lab / "ssh" / "config").stat().st_size:
-        shell_lib(lab, 'remote_ssh_config "$1"')
+        Remote(lab, tag()).write_ssh_config()
     login = Login.of(lab)
     found = recorded(login)
     if found is not None:

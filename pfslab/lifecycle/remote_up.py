@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pfslab import KIT_ROOT
+from pfslab.images import kit as kit_files
 from pfslab.lifecycle import Refusal, build_dir, inventory_at, log, reach
 from pfslab.lifecycle.adapter import Exit, Shell
 from pfslab.lifecycle.phases import RealClock, WAIT_DEFAULT, WAIT_VAR, out_of_time, seconds_setting, step_failed
@@ -415,8 +416,7 @@ class Remote:
         build's own unpack and checks), and the log says so. The archive goes to a folder of
         a random name the node makes (mkdir fails on anything already there), and its sha256
         goes on the command line: install-kit.sh refuses an archive that differs."""
-        images = Shell("", self.kit, self.tag)
-        want = images.script('source "$PFSLAB_ROOT/scripts/lib/images.sh"; image_digest')
+        want = kit_files.image_digest(Path(self.kit))
         archive: Path | None = None
         total = ""
         for node in self.node_names():
@@ -432,7 +432,7 @@ class Remote:
                 fd, name = tempfile.mkstemp(prefix="kit-sync.", dir=self.dir)
                 os.close(fd)
                 archive = Path(name)
-                images.script('source "$PFSLAB_ROOT/scripts/lib/images.sh"; kit_archive "$1"', str(archive))
+                kit_files.kit_archive(Path(self.kit), archive)
                 with archive.open("rb") as data:
                     total = subprocess.run(["sha256sum"], stdin=data, stdout=subprocess.PIPE, text=True,
                                            check=True).stdout.split()[0]
