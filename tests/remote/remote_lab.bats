@@ -240,9 +240,9 @@ banner() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -c 4 <&3" 2>/dev/nu
   assert_output --partial "IOzone"
 }
 
-# This machine's session following a run on the login host (scripts/lib/login.sh,
-# login_follow_once): its ssh, whose command tails the run's console there.
-FOLLOW="^ssh .*/build/$LAB/ssh/config cli0 d=.*exec tail -c"
+# This machine's session following a run on the login host (pfslab/lifecycle/login_run.py,
+# follow_once): its ssh (-F CONFIG -n, as the SSH transport orders them), whose command tails the run's console there.
+FOLLOW="^ssh .*/build/$LAB/ssh/config( -n)? cli0 d=.*exec tail -c"
 run_of() { sed -n 's/^\[bench\] run directory: \([^ ]*\) (launched on login node cli0.*/\1/p' "$1"; }
 # Nothing of a run left on the login host: no run directory, no record of a run going.
 login_host_clear() {
