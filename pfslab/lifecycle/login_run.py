@@ -248,6 +248,10 @@ def follow_once(login: Login, name: str, console: Path, offset: int) -> int:
                 keep.write(line)
                 keep.flush()
             rc = child.wait()
+            # A session killed by a signal reads as the shell says it (128 + the signal),
+            # as its line and the tests expect: "exit status 137", never "-9".
+            if rc < 0:
+                rc = 128 - rc
         except BaseException:
             # An interrupted make bench: its follow session ends with it.
             child.kill()

@@ -470,3 +470,15 @@ def test_lab_up_is_refused_only_while_a_run_goes_on_a_login_node_whose_key_is_kn
         child.kill()
         child.wait()
     login_run.refuse_running("lab1")  # lost: nothing to refuse
+
+
+def test_a_follow_session_killed_by_a_signal_reads_as_the_shell_says_it(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ssh killed by SIGKILL: 137 (128 + 9), as bash's wait gives; Popen's -9 would print
+    "exit status -9" in the reattach line."""
+    login = login_run.Login.__new__(login_run.Login)
+    monkeypatch.setattr(login_run.Login, "argv", lambda self, script: ["sh", "-c", "echo one; kill -9 $$"])
+    monkeypatch.setattr(login_run.Login, "detached", property(lambda self: "/nowhere"))
+    console = tmp_path / "console.log"
+    assert login_run.follow_once(login, "run1", console, 0) == 137
+    assert console.read_text() == "one\n"
