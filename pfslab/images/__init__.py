@@ -20,3 +20,14 @@ def kit_root() -> Path:
     """The kit the images carry: PFSLAB_ROOT as the calling script exported it (a test
     may point it at a copy), else this checkout."""
     return Path(os.environ.get("PFSLAB_ROOT") or KIT_ROOT)
+
+
+def images_dir() -> Path:
+    return Path(os.environ.get("PFSLAB_IMAGES_DIR") or kit_root() / "build" / "images")
+
+
+def relative(path: Path) -> str:
+    """PATH less the kit's root, as the log lines name files."""
+    prefix = f"{kit_root()}/"
+    text = str(path)
+    return text[len(prefix):] if text.startswith(prefix) else text

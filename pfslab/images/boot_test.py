@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from pfslab.images import ImageError, kit_root, qemu
+from pfslab.images import ImageError, images_dir, kit_root, qemu, relative
 
 USAGE = "usage: image-boot-test IMAGE [USER_DATA]"
 
@@ -45,17 +45,6 @@ def _tag() -> str:
 
 def log(message: str) -> None:
     print(f"[{_tag()}] {message}", file=sys.stderr, flush=True)
-
-
-def images_dir() -> Path:
-    return Path(os.environ.get("PFSLAB_IMAGES_DIR") or kit_root() / "build" / "images")
-
-
-def _relative(path: Path) -> str:
-    """PATH less the kit's root, as the log lines name files."""
-    prefix = f"{kit_root()}/"
-    text = str(path)
-    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 @dataclass(frozen=True)
@@ -345,7 +334,7 @@ def boot_test(args: Sequence[str]) -> int:
         accel = qemu.accelerator(image.kernel)
         timeout = _timeout(accel)
         log(f"booting {image.disk.name} with {accel} (overlay; timeout {timeout:g}s; "
-            f"console log {_relative(keep_log)})")
+            f"console log {relative(keep_log)})")
         start = time.monotonic()
         vm = start_vm(image, work, accel, serial)
         line = wait_result(vm, work, serial, nonce, timeout)
@@ -360,7 +349,7 @@ def boot_test(args: Sequence[str]) -> int:
         print(f"user-data: {lab_arg or 'only the test part'}; runcmd script lines: "
               f"{field('runcmd_lines', line)}", flush=True)
         if not (status == "done" and errors == "0" and marker == "yes" and ": ok " in health):
-            raise BootFailed(f"cloud-init or the role check failed (console log: {_relative(keep_log)})")
+            raise BootFailed(f"cloud-init or the role check failed (console log: {relative(keep_log)})")
         return 0
     except _Stopped:
         return 130

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from pfslab.images import ImageError, kit, kit_root, qemu, templates
+from pfslab.images import ImageError, images_dir, kit, kit_root, qemu, relative, templates
+from pfslab.spackstep.step import sha256_file
 
 TAG = "images"
 ROLES = ("server", "client", "all")
@@ -45,16 +46,6 @@ class _Exit(Exception):
 
 def log(message: str) -> None:
     print(f"[{TAG}] {message}", file=sys.stderr, flush=True)
-
-
-def images_dir() -> Path:
-    return Path(os.environ.get("PFSLAB_IMAGES_DIR") or kit_root() / "build" / "images")
-
-
-def _relative(path: Path) -> str:
-    prefix = f"{kit_root()}/"
-    text = str(path)
-    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 def image_targets(root: Path) -> list[str]:
@@ -146,7 +137,7 @@ def run_packer(build: Build, only: str, logfile: Path, variables: Sequence[str])
         build.template_dir = build.work / "templates"
         templates.packer_templates(kit_root(), build.template_dir)
     logfile.parent.mkdir(parents=True, exist_ok=True)
-    log(f"packer build -only={only} (log: {_relative(logfile)})")
+    log(f"packer build -only={only} (log: {relative(logfile)})")
     env = dict(os.environ, PACKER_CACHE_DIR=str(images_dir() / "packer_cache"))
     with logfile.open("wb") as saved:
         packer = subprocess.Popen(["packer", "build", "-color=false", f"-only={only}", *args, str(build.template_dir)],
@@ -159,7 +150,7 @@ def run_packer(build: Build, only: str, logfile: Path, variables: Sequence[str])
             sys.stderr.flush()
         status = packer.wait()
     if status != 0:
-        raise ImageError(f"packer build -only={only} failed after {build.elapsed()}; see {_relative(logfile)}")
+        raise ImageError(f"packer build -only={only} failed after {build.elapsed()}; see {relative(logfile)}")
 
 
 def common_vars(build: Build) -> list[str]:
@@ -175,7 +166,7 @@ def prepare_kit(build: Build) -> None:
     images_dir().mkdir(parents=True, exist_ok=True)
     if not (build.archive.exists() and build.archive.stat().st_size > 0):
         kit.kit_archive(root, build.archive)
-    log(f"kit digest {build.digest} ({len(kit.image_files(root))} files; archive {_relative(build.archive)})")
+    log(f"kit digest {build.digest} ({len(kit.image_files(root))} files; archive {relative(build.archive)})")
 
 
 # ---- qemu ---------------------------------------------------------------------------------
@@ -256,7 +247,7 @@ def build_qemu(build: Build, role: str, base: Path) -> None:
     out = images_dir() / name
     disk = out / f"{name}.qcow2"
     if disk.exists() and disk.stat().st_size > 0 and not build.force:
-        log(f"{name} is up to date ({_relative(out)}); FORCE=1 rebuilds it")
+        log(f"{name} is up to date ({relative(out)}); FORCE=1 rebuilds it")
         print(disk, flush=True)
         return
     kernel, initrd = _base_files(base)
@@ -269,7 +260,7 @@ def build_qemu(build: Build, role: str, base: Path) -> None:
     write_build_seed(seed, name)
     staging = images_dir() / f".staging-{name}"
     shutil.rmtree(staging, ignore_errors=True)
-    checksum = kit.sha256_of(base)
+    checksum = sha256_file(base)
     logs = images_dir() / "logs"
     run_packer(build, "image.qemu.debian", logs / f"{name}.packer.log", [
         *common_vars(build), f"role={role}", f"qemu_base_image={base}", f"qemu_base_checksum=sha256:{checksum}",
@@ -288,7 +279,7 @@ def build_qemu(build: Build, role: str, base: Path) -> None:
     (staging / "image.json").write_text(qemu_image_json(build, name, role, base, accel, int(time.monotonic() - start)))
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
-    log(f"built {name} in {int(time.monotonic() - start)}s with {accel}: {_relative(out)}/{name}.qcow2")
+    log(f"built {name} in {int(time.monotonic() - start)}s with {accel}: {relative(out)}/{name}.qcow2")
     print(disk, flush=True)
 
 

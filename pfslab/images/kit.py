@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from pfslab.images import ImageError
+from pfslab.spackstep.step import sha256_file
 
 #: What an image carries of the kit: nothing from build/ or .venv.
 KIT_PATHS = ("scripts", "families", "labs", "registry", "targets", "pfslab", "reframe", "spack",
@@ -115,22 +116,13 @@ def image_entries(root: Path) -> list[tuple[str, str]]:
     return entries
 
 
-def sha256_of(path: Path) -> str:
-    """sha256 of a file, read in blocks (a base image is gigabytes)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def image_manifest(root: Path) -> str:
     """"<sha256>  <mode>  <path>" per file, newline-terminated: the contents, the
     executable bit (755/644, whatever the umask) and the path. The digest is taken over it."""
     lines = []
     for src, path in image_entries(root):
         mode = 755 if os.access(root / src, os.X_OK) else 644
-        lines.append(f"{sha256_of(root / src)}  {mode}  {path}\n")
+        lines.append(f"{sha256_file(root / src)}  {mode}  {path}\n")
     return "".join(lines)
 
 

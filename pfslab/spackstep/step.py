@@ -106,6 +106,8 @@ def absolute(path: str, environ: Mapping[str, str]) -> Path:
 
 
 def sha256_file(path: Path) -> str:
+    """sha256 of a file, read in blocks (a base image is gigabytes); standard library
+    only, so the image tooling and the Spack steps in images share it."""
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
