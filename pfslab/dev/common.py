@@ -8,7 +8,6 @@ python3 before the kit's ``.venv`` exists.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from pfslab import KIT_ROOT
 from pfslab.errors import KitError
+from pfslab.spackstep.step import sha256_file
 
 
 class Refusal(KitError):
@@ -62,10 +62,6 @@ def require_cmd(*commands: str) -> None:
 def require_root(what: str) -> None:
     if os.geteuid() != 0:
         raise Refusal(f"{what} needs root (it creates network namespaces, mounts and daemons); run it as root or with sudo")
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def stamp_matches(stamp: Path, want: str) -> bool:

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pfslab import KIT_ROOT
-from pfslab.dev.common import Refusal, Tool, require_root, sha256_file, stamp_matches
+from pfslab.dev.common import Refusal, Tool, require_root, stamp_matches
+from pfslab.spackstep.step import sha256_file
 
 TOOL = Tool("deps")
 NONFREE_SOURCE = Path("/etc/apt/sources.list.d/pfslab-non-free.sources")
